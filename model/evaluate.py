@@ -1,0 +1,89 @@
+"""Cased sacreBLEU of the model on any parallel files (plain or .gz, one sentence a line).
+
+    python -m model.evaluate [--src FILE --ref FILE] [--beam N] [--model DIR]
+
+Defaults to Multi30k test_2016_flickr En->De from ``--data``. Prints the score and its signature.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import sacrebleu
+import torch
+from tqdm import tqdm
+
+from model.checkpoint import CheckpointError
+from model.data import read_lines, split_path
+from model.inference import ASSETS, MAX_TOKENS, Translator, clean_text
+
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+
+
+def translate_all(translator: Translator, sources: list[str], beam: int, batch_size: int = 64) -> list[str]:
+    """Sorted by length into batches (less padding), returned in input order."""
+    ids = []
+    for s in sources:
+        toks = translator.tokenizer.encode(clean_text(s))[: MAX_TOKENS - 1]
+        ids.append(toks + [translator.cfg.eos_id])
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    hyps = [""] * len(ids)
+    for start in tqdm(range(0, len(order), batch_size), desc="translating", file=sys.stderr, mininterval=5):
+        idx = order[start : start + batch_size]
+        for i, hyp in zip(idx, translator.translate_batch([ids[i] for i in idx], beam=beam)):
+            hyps[i] = hyp
+    return hyps
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
+    p.add_argument("--src", type=Path, help="English sources (default: DATA/test_2016_flickr.en.gz)")
+    p.add_argument("--ref", type=Path, help="German references (default: DATA/test_2016_flickr.de.gz)")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Multi30k folder for the defaults")
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--model", type=Path, default=ASSETS)
+    p.add_argument("--device")
+    p.add_argument("--hyp-out", type=Path, help="write the translations here")
+    p.add_argument("--json", type=Path, help="write score, signature and settings here")
+    args = p.parse_args(argv)
+    try:
+        src_path = args.src or split_path(args.data, "test_2016_flickr", "en")
+        ref_path = args.ref or split_path(args.data, "test_2016_flickr", "de")
+        sources, refs = read_lines(src_path), read_lines(ref_path)
+        if len(sources) != len(refs):
+            raise ValueError(f"{src_path} has {len(sources)} lines but {ref_path} has {len(refs)}")
+        translator = Translator(args.model, args.device)
+    except (CheckpointError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    hyps = translate_all(translator, sources, args.beam)
+    seconds = time.perf_counter() - t0
+    bleu = sacrebleu.metrics.BLEU()
+    score = bleu.corpus_score(hyps, [refs])
+    signature = str(bleu.get_signature())
+    print(f"{score} (beam {args.beam}, {len(sources)} sentences, {seconds:.1f} s on {translator.device_label})")
+    print(f"signature: {signature}")
+    if args.hyp_out:
+        args.hyp_out.write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    if args.json:
+        record = {
+            "bleu": round(score.score, 2),
+            "signature": signature,
+            "beam": args.beam,
+            "src": str(src_path),
+            "sentences": len(sources),
+            "seconds": round(seconds, 1),
+            "device": translator.device_label,
+        }
+        args.json.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,314 @@
+"""The encoder–decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), by hand.
+
+Names follow the paper (and the Annotated Transformer). Attention weights are *returned* from every
+forward pass, never stored on a module: one model instance serves many users at once.
+Shapes: B batch, S source length, T target length, H heads, d_k = d_model / H.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from model.config import TransformerConfig
+
+
+@dataclass
+class KVCache:
+    """Keys and values one decoder layer has already computed, for incremental decoding."""
+
+    self_k: Tensor | None = None  # (B, H, t, d_k), grows by one position per step
+    self_v: Tensor | None = None
+    cross_k: Tensor | None = None  # (B, H, S, d_k), computed once from the encoder output
+    cross_v: Tensor | None = None
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the batch rows in ``index`` (beam search re-ranks its hypotheses each step)."""
+        for name in ("self_k", "self_v", "cross_k", "cross_v"):
+            t = getattr(self, name)
+            if t is not None:
+                setattr(self, name, t.index_select(0, index))
+
+
+@dataclass
+class DecoderState:
+    """Everything incremental decoding carries from one step to the next."""
+
+    layers: list[KVCache]
+    position: int = 0  # index of the next target position
+
+    def reorder(self, index: Tensor) -> None:
+        for cache in self.layers:
+            cache.reorder(index)
+
+
+@dataclass
+class AttentionMaps:
+    """Per-layer attention weights, each (B, H, q_len, k_len)."""
+
+    encoder_self: list[Tensor] = field(default_factory=list)  # (B, H, S, S)
+    decoder_self: list[Tensor] = field(default_factory=list)  # (B, H, T, T), zero above the diagonal
+    cross: list[Tensor] = field(default_factory=list)  # (B, H, T, S)
+
+
+def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
+    """(B, L) token ids -> (B, 1, 1, L) bool, True where a key may be attended to."""
+    return (tokens != pad_id)[:, None, None, :]
+
+
+def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
+    """(1, 1, T, T) bool, True on and below the diagonal: position i sees positions <= i (§3.1)."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
+) -> tuple[Tensor, Tensor]:
+    """§3.2.1: softmax(Q K^T * scale) V, returning (output, weights).
+
+    q: (B, H, Lq, d_k), k and v: (B, H, Lk, d_k), mask broadcastable to (B, H, Lq, Lk), True = keep.
+    """
+    scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B, H, Lq, Lk)
+    if mask is not None:
+        # The dtype's most negative number, not -inf: a fully masked row stays finite.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.matmul(weights, v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
+
+
+class MultiHeadAttention(nn.Module):
+    """§3.2.2: MultiHead(Q, K, V) = Concat(head_1..h) W^O with head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i)."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        b, length, _ = x.shape
+        return x.view(b, length, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, L, d_k)
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        return self.split_heads(self.w_k(x)), self.split_heads(self.w_v(x))  # 2 x (B, H, L, d_k)
+
+    def attend(self, x_q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> tuple[Tensor, Tensor]:
+        q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, scale)
+        b, _, lq, _ = out.shape
+        out = out.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k)  # (B, Lq, d_model)
+        return self.w_o(out), weights
+
+    def forward(self, x_q: Tensor, x_kv: Tensor, mask: Tensor | None, scale: float) -> tuple[Tensor, Tensor]:
+        k, v = self.project_kv(x_kv)
+        return self.attend(x_q, k, v, mask, scale)
+
+
+class PositionwiseFeedForward(nn.Module):
+    """§3.3: FFN(x) = max(0, x W1 + b1) W2 + b2."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.w_1 = nn.Linear(d_model, d_ff)
+        self.w_2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.w_2(torch.relu(self.w_1(x)))
+
+
+class SublayerConnection(nn.Module):
+    """§3.1 / §5.4, post-LN: LayerNorm(x + Dropout(Sublayer(x)))."""
+
+    def __init__(self, d_model: int, dropout: float):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, sublayer_out: Tensor) -> Tensor:
+        return self.norm(x + self.dropout(sublayer_out))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
+        self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(2)])
+
+    def forward(self, x: Tensor, src_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+        attn_out, weights = self.self_attn(x, x, src_mask, scale)
+        x = self.sublayer[0](x, attn_out)
+        return self.sublayer[1](x, self.feed_forward(x)), weights
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.src_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
+        self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
+
+    def forward(
+        self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor | None, scale: float, cache: KVCache | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        k, v = self.self_attn.project_kv(x)  # (B, H, t_new, d_k)
+        if cache is not None:
+            if cache.self_k is not None:
+                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
+            cache.self_k, cache.self_v = k, v
+            if cache.cross_k is None:
+                cache.cross_k, cache.cross_v = self.src_attn.project_kv(memory)
+            ck, cv = cache.cross_k, cache.cross_v
+        else:
+            ck, cv = self.src_attn.project_kv(memory)
+        attn_out, self_w = self.self_attn.attend(x, k, v, tgt_mask, scale)
+        x = self.sublayer[0](x, attn_out)
+        attn_out, cross_w = self.src_attn.attend(x, ck, cv, src_mask, scale)
+        x = self.sublayer[1](x, attn_out)
+        return self.sublayer[2](x, self.feed_forward(x)), self_w, cross_w
+
+
+class PositionalEncoding(nn.Module):
+    """§3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...); then dropout (§5.4)."""
+
+    def __init__(self, d_model: int, max_len: int, dropout: float):
+        super().__init__()
+        position = torch.arange(max_len, dtype=torch.float32)[:, None]
+        div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe, persistent=False)  # recomputed, never saved
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        length = x.size(1)
+        if start + length > self.pe.size(0):
+            raise ValueError(f"sequence of {start + length} positions exceeds max_len={self.pe.size(0)}")
+        return self.dropout(x + self.pe[start : start + length].to(x.dtype))
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
+
+    def forward(self, x: Tensor, src_mask: Tensor, scale: float, maps: list[Tensor] | None) -> Tensor:
+        for layer in self.layers:
+            x, weights = layer(x, src_mask, scale)
+            if maps is not None:
+                maps.append(weights)
+        return x
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.layers = nn.ModuleList([DecoderLayer(cfg) for _ in range(cfg.n_layers)])
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        tgt_mask: Tensor | None,
+        scale: float,
+        state: DecoderState | None,
+        maps: AttentionMaps | None,
+    ) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x, self_w, cross_w = layer(x, memory, src_mask, tgt_mask, scale, state.layers[i] if state else None)
+            if maps is not None:
+                maps.decoder_self.append(self_w)
+                maps.cross.append(cross_w)
+        return x
+
+
+class EncoderDecoder(nn.Module):
+    """The whole model (§3, Figure 1) with one embedding matrix shared by source, target and output (§3.4)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.dropout)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and not name.startswith("embed"):
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias") and "norm" not in name:
+                nn.init.zeros_(p)
+        # Shared input/output embedding: N(0, d_model^-1/2) so that embed * sqrt(d_model) has unit scale.
+        nn.init.normal_(self.embed.weight, mean=0.0, std=self.cfg.d_model**-0.5)
+        with torch.no_grad():
+            self.embed.weight[self.cfg.pad_id].zero_()
+
+    def _scale(self, scale: float | None) -> float:
+        return self.cfg.scale if scale is None else float(scale)
+
+    def embed_tokens(self, tokens: Tensor, start: int = 0) -> Tensor:
+        return self.pos(self.embed(tokens) * math.sqrt(self.cfg.d_model), start)  # (B, L, d_model)
+
+    def encode(
+        self, src: Tensor, scale: float | None = None, maps: AttentionMaps | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """(B, S) source ids -> memory (B, S, d_model) and its key mask (B, 1, 1, S)."""
+        src_mask = padding_mask(src, self.cfg.pad_id)
+        x = self.embed_tokens(src)
+        memory = self.encoder(x, src_mask, self._scale(scale), maps.encoder_self if maps is not None else None)
+        return memory, src_mask
+
+    def decode(
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        scale: float | None = None,
+        state: DecoderState | None = None,
+        maps: AttentionMaps | None = None,
+    ) -> Tensor:
+        """Target ids shifted right (B, T) -> logits (B, T, vocab).
+
+        With ``state``, ``tgt_in`` holds only the new positions; earlier keys and values come from the
+        cache, so a step costs O(t) instead of recomputing the whole prefix.
+        """
+        start = state.position if state is not None else 0
+        x = self.embed_tokens(tgt_in, start)
+        t_new = tgt_in.size(1)
+        if state is None or t_new > 1:
+            # Full (or multi-token) pass: causal within the new block, all cached positions visible.
+            tgt_mask = causal_mask(start + t_new, tgt_in.device)[:, :, start:]
+        else:
+            tgt_mask = None  # one new query attends to every cached position
+        x = self.decoder(x, memory, src_mask, tgt_mask, self._scale(scale), state, maps)
+        if state is not None:
+            state.position += t_new
+        return self.generator(x)
+
+    def generator(self, x: Tensor) -> Tensor:
+        """Pre-softmax linear transformation sharing the embedding weights (§3.4)."""
+        return F.linear(x, self.embed.weight)  # (B, T, vocab)
+
+    def new_state(self) -> DecoderState:
+        return DecoderState(layers=[KVCache() for _ in range(self.cfg.n_layers)])
+
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, scale: float | None = None, maps: AttentionMaps | None = None
+    ) -> Tensor:
+        memory, src_mask = self.encode(src, scale, maps)
+        return self.decode(tgt_in, memory, src_mask, scale, maps=maps)
+
+
+def count_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())

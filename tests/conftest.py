@@ -1,0 +1,104 @@
+"""Shared fixtures: a tiny synthetic En->De corpus and a tiny model folder, built in seconds."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "assets" / "model"
+
+WORDS = {
+    "a": "ein",
+    "dog": "hund",
+    "man": "mann",
+    "runs": "rennt",
+    "sits": "sitzt",
+    "in": "in",
+    "the": "dem",
+    "park": "park",
+    "house": "haus",
+    "red": "roter",
+    "big": "großer",
+    "small": "kleiner",
+    "woman": "frau",
+    "child": "kind",
+    "plays": "spielt",
+    "near": "nahe",
+    "water": "wasser",
+    "street": "straße",
+}
+
+
+def make_corpus(folder: Path, n_train: int = 300, n_val: int = 20, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    en_words = list(WORDS)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", n_train), ("val", n_val), ("test_2016_flickr", n_val)):
+        en, de = [], []
+        for _ in range(n):
+            sent = [rng.choice(en_words) for _ in range(rng.randint(3, 7))]
+            en.append(" ".join(sent) + ".")
+            de.append(" ".join(WORDS[w] for w in sent) + ".")
+        for lang, lines in (("en", en), ("de", de)):
+            with gzip.open(folder / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> Path:
+    return make_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, corpus) -> Path:
+    """A tiny model folder (config, random weights, tokenizer) trained for a few steps."""
+    from model.train import main
+
+    out = tmp_path_factory.mktemp("tiny_run")
+    assert (
+        main(
+            [
+                "--data",
+                str(corpus),
+                "--out",
+                str(out),
+                "--preset",
+                "tiny",
+                "--max-steps",
+                "3",
+                "--max-tokens",
+                "200",
+                "--precision",
+                "fp32",
+                "--seed",
+                "0",
+            ]
+        )
+        == 0
+    )
+    folder = out / "model"
+    from model.checkpoint import load_config, load_state_into, read_tensors, save_model
+    from model.transformer import EncoderDecoder
+
+    model = EncoderDecoder(load_config(out))
+    load_state_into(model, read_tensors(out / "last" / "model.safetensors"), out / "last")
+    save_model(model, folder)
+    (folder / "tokenizer.model").write_bytes((out / "tokenizer.model").read_bytes())
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+    random.seed(0)

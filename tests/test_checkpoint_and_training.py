@@ -1,0 +1,112 @@
+"""Checkpoints (safetensors only, clear one-line errors) and exact resume of training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from model.checkpoint import CheckpointError, load_model, read_tensors, save_model
+from model.config import TINY
+from model.train import learning_rate, main
+from model.transformer import EncoderDecoder
+
+
+def test_save_load_gives_identical_outputs(tmp_path):
+    model = EncoderDecoder(TINY).eval()
+    save_model(model, tmp_path)
+    loaded = load_model(tmp_path)
+    src = torch.randint(4, TINY.vocab_size, (2, 5))
+    tgt = torch.randint(4, TINY.vocab_size, (2, 4))
+    torch.testing.assert_close(loaded(src, tgt), model(src, tgt), atol=0, rtol=0)
+    assert not list(tmp_path.glob("*.pt")) and not list(tmp_path.glob("*.bin"))
+
+
+def test_checkpoint_faults_are_one_line_naming_the_file(tmp_path):
+    model = EncoderDecoder(TINY)
+    save_model(model, tmp_path / "ok")
+    with pytest.raises(CheckpointError, match="missing_dir.*not found"):
+        load_model(tmp_path / "missing_dir")
+    # corrupt weights
+    bad = tmp_path / "corrupt"
+    save_model(model, bad)
+    (bad / "model.safetensors").write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(CheckpointError, match=r"corrupt/model\.safetensors: not a readable safetensors") as exc:
+        load_model(bad)
+    assert "\n" not in str(exc.value)
+    # a pickle is never loaded
+    (bad / "model.safetensors").write_bytes(b"\x80\x04\x95" + b"x" * 50)
+    with pytest.raises(CheckpointError):
+        load_model(bad)
+    # weights from another config
+    mismatch = tmp_path / "mismatch"
+    save_model(EncoderDecoder(TINY.with_(d_model=16, n_heads=2, d_ff=32)), mismatch)
+    (mismatch / "config.json").write_text(TINY.to_json())
+    with pytest.raises(CheckpointError, match="do not match the config.*shape"):
+        load_model(mismatch)
+    # missing and broken config
+    (mismatch / "config.json").unlink()
+    with pytest.raises(CheckpointError, match="config.json: config file not found"):
+        load_model(mismatch)
+    (mismatch / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="config.json: not valid JSON"):
+        load_model(mismatch)
+    (mismatch / "config.json").write_text(json.dumps({"d_model": 32, "bogus": 1}))
+    with pytest.raises(CheckpointError, match="unknown config keys: bogus"):
+        load_model(mismatch)
+
+
+def test_learning_rate_schedule_follows_the_paper():
+    d, warmup = 512, 4000
+    assert learning_rate(warmup, d, warmup) == pytest.approx(d**-0.5 * warmup**-0.5)
+    assert learning_rate(10, d, warmup) < learning_rate(100, d, warmup) < learning_rate(warmup, d, warmup)
+    assert learning_rate(4 * warmup, d, warmup) == pytest.approx(learning_rate(warmup, d, warmup) / 2)
+
+
+def train(corpus, out, *extra):
+    args = [
+        "--data",
+        str(corpus),
+        "--out",
+        str(out),
+        "--preset",
+        "tiny",
+        "--max-tokens",
+        "120",
+        "--precision",
+        "fp32",
+        "--seed",
+        "3",
+        "--epochs",
+        "2",
+        *extra,
+    ]
+    assert main(args) == 0
+
+
+def test_interrupted_training_resumes_exactly(corpus, tmp_path):
+    """Killed mid-epoch (simulated by --max-steps) then --resume == one uninterrupted run."""
+    train(corpus, tmp_path / "a", "--max-steps", "30")
+    train(corpus, tmp_path / "b", "--max-steps", "11")
+    state = json.loads((tmp_path / "b" / "last" / "trainer.json").read_text())
+    assert (state["step"], state["epoch"]) == (11, 0) and state["batch"] == 11
+    train(corpus, tmp_path / "b", "--max-steps", "30", "--resume")  # crosses an epoch boundary
+    a = read_tensors(tmp_path / "a" / "last" / "model.safetensors")
+    b = read_tensors(tmp_path / "b" / "last" / "model.safetensors")
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], atol=0, rtol=0, msg=name)
+    opt_a = read_tensors(tmp_path / "a" / "last" / "optimizer.safetensors")
+    opt_b = read_tensors(tmp_path / "b" / "last" / "optimizer.safetensors")
+    for name in opt_a:
+        torch.testing.assert_close(opt_a[name], opt_b[name], atol=0, rtol=0, msg=name)
+
+
+def test_training_writes_epoch_log(corpus, tmp_path):
+    train(corpus, tmp_path, "--epochs", "1")
+    log = json.loads((tmp_path / "log.json").read_text())
+    assert [r["epoch"] for r in log] == [1]
+    assert {"train_loss", "val_loss", "val_bleu", "elapsed_s"} <= set(log[0])
+    assert (tmp_path / "best" / "model.safetensors").is_file()
+    assert main(["--data", str(corpus), "--out", str(tmp_path / "nothing"), "--resume"]) == 2

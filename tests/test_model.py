@@ -1,0 +1,169 @@
+"""The Transformer itself: attention maths, masks, decoding, checkpoints, training resume."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from model.config import MULTI30K_SMALL, PAPER_BASE, TINY, TransformerConfig
+from model.decode import beam_search, greedy_decode
+from model.transformer import (
+    AttentionMaps,
+    EncoderDecoder,
+    MultiHeadAttention,
+    causal_mask,
+    count_parameters,
+)
+
+
+def copy_into_torch_mha(ours: MultiHeadAttention, d_model: int, n_heads: int) -> torch.nn.MultiheadAttention:
+    ref = torch.nn.MultiheadAttention(d_model, n_heads, bias=True, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        ref.out_proj.bias.copy_(ours.w_o.bias)
+    return ref.eval()
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_multi_head_attention_matches_torch(masked):
+    d_model, h, b, lq, lk = 32, 4, 3, 5, 7
+    ours = MultiHeadAttention(d_model, h).eval()
+    ref = copy_into_torch_mha(ours, d_model, h)
+    q, kv = torch.randn(b, lq, d_model), torch.randn(b, lk, d_model)
+    keep = torch.ones(b, lk, dtype=torch.bool)
+    if masked:
+        keep[0, -3:] = False  # padding keys
+        keep[2, -1:] = False
+    out, w = ours(q, kv, keep[:, None, None, :], 1 / math.sqrt(d_model // h))
+    ref_out, ref_w = ref(q, kv, kv, key_padding_mask=~keep, need_weights=True, average_attn_weights=False)
+    assert w.shape == (b, h, lq, lk)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w, ref_w, atol=1e-5, rtol=1e-5)
+
+
+def test_causal_self_attention_matches_torch():
+    d_model, h, t = 32, 4, 6
+    ours = MultiHeadAttention(d_model, h).eval()
+    ref = copy_into_torch_mha(ours, d_model, h)
+    x = torch.randn(2, t, d_model)
+    out, w = ours(x, x, causal_mask(t), 1 / math.sqrt(d_model // h))
+    ref_out, ref_w = ref(x, x, x, attn_mask=~causal_mask(t)[0, 0], need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w, ref_w, atol=1e-5, rtol=1e-5)
+
+
+def tiny_model(**changes) -> EncoderDecoder:
+    torch.manual_seed(0)
+    return EncoderDecoder(TINY.with_(**changes)).eval()
+
+
+def batch(cfg: TransformerConfig):
+    src = torch.randint(4, cfg.vocab_size, (2, 7))
+    src[1, 5:] = cfg.pad_id
+    tgt = torch.randint(4, cfg.vocab_size, (2, 6))
+    tgt[:, 0] = cfg.bos_id
+    return src, tgt
+
+
+def test_attention_maps_are_returned_normalised_and_masked():
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    maps = AttentionMaps()
+    model(src, tgt, maps=maps)
+    n = model.cfg.n_layers
+    assert len(maps.encoder_self) == len(maps.decoder_self) == len(maps.cross) == n
+    for w in maps.encoder_self + maps.decoder_self + maps.cross:
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    for w in maps.decoder_self:
+        assert w.shape == (2, model.cfg.n_heads, 6, 6)
+        assert torch.all(w.triu(diagonal=1) == 0), "a position attended to the future"
+        assert torch.all(w[causal_mask(6).expand_as(w)] > 0)
+    for w in maps.encoder_self + maps.cross:
+        assert torch.all(w[1, ..., 5:] == 0), "padding keys got weight"
+        assert torch.all(w[0] > 0)
+    # Nothing is left behind on the modules.
+    assert not any("attn" in k and torch.is_tensor(v) for m in model.modules() for k, v in vars(m).items())
+
+
+def test_attention_scale_is_a_per_call_value():
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    default, same, unscaled = AttentionMaps(), AttentionMaps(), AttentionMaps()
+    model(src, tgt, maps=default)
+    model(src, tgt, scale=1 / math.sqrt(model.cfg.d_k), maps=same)
+    model(src, tgt, scale=1.0, maps=unscaled)
+    torch.testing.assert_close(default.encoder_self[0], same.encoder_self[0])
+    assert not torch.allclose(default.encoder_self[0], unscaled.encoder_self[0])
+    assert model.cfg.attn_scale is None  # the shared model is unchanged
+
+
+def test_cached_decoding_equals_full_recomputation():
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    memory, src_mask = model.encode(src)
+    full = model.decode(tgt, memory, src_mask)
+    state = model.new_state()
+    steps = [model.decode(tgt[:, i : i + 1], memory, src_mask, state=state) for i in range(tgt.size(1))]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    # and greedy maps captured step by step equal those of one teacher-forced pass over the output
+    maps = AttentionMaps()
+    out = greedy_decode(model, src[:1], max_len=8, maps=maps)[0]
+    forced = AttentionMaps()
+    tgt_in = torch.tensor([[model.cfg.bos_id] + out])[:, : maps.decoder_self[0].size(-1)]
+    model(src[:1], tgt_in, maps=forced)
+    for a, b in zip(maps.decoder_self + maps.cross, forced.decoder_self + forced.cross):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_beam_size_one_equals_greedy():
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model = EncoderDecoder(TINY).eval()
+        src, _ = batch(model.cfg)
+        assert beam_search(model, src, beam=1, max_len=12) == greedy_decode(model, src, max_len=12)
+
+
+def test_beam_search_scores_at_least_greedy():
+    model = tiny_model()
+    src, _ = batch(model.cfg)
+
+    def logprob(ids):
+        tgt = torch.tensor([[model.cfg.bos_id] + ids])
+        out = torch.tensor([ids + [model.cfg.eos_id]])
+        logp = torch.log_softmax(model(src[:1], tgt), -1)
+        return logp.gather(-1, out[..., None]).sum().item()
+
+    greedy = greedy_decode(model, src[:1], max_len=20)[0]
+    beam = beam_search(model, src[:1], beam=4, alpha=0.0, max_len=20)[0]
+    if len(greedy) < 19 and len(beam) < 19:  # both ended with EOS
+        assert logprob(beam) >= logprob(greedy) - 1e-4
+
+
+def test_parameter_counts_and_presets():
+    assert count_parameters(EncoderDecoder(TINY)) > 0
+    assert PAPER_BASE.d_k == 64 and MULTI30K_SMALL.n_layers == 6 and MULTI30K_SMALL.n_heads == 8
+    with pytest.raises(ValueError):
+        TransformerConfig(d_model=30, n_heads=8)
+
+
+def test_tiny_model_overfits_a_handful_of_pairs():
+    torch.manual_seed(0)
+    cfg = TINY.with_(vocab_size=20)
+    model = EncoderDecoder(cfg)
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0], [10, 11, 12, 2]])
+    out = torch.tensor([[13, 14, 15, 2], [16, 17, 2, 0], [18, 19, 5, 2]])
+    tgt_in = torch.cat([torch.full((3, 1), cfg.bos_id), out[:, :-1]], dim=1)
+    tgt_in[1, 3] = cfg.pad_id
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(150):
+        loss = torch.nn.functional.cross_entropy(model(src, tgt_in).transpose(1, 2), out, ignore_index=cfg.pad_id)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    assert loss.item() < 0.05
+    assert greedy_decode(model, src) == [[13, 14, 15], [16, 17], [18, 19, 5]]
