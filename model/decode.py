@@ -15,13 +15,9 @@ def max_output_length(src_len: int, model: EncoderDecoder) -> int:
 
 
 def strip_special(ids: list[int], model: EncoderDecoder) -> list[int]:
-    out = []
-    for i in ids:
-        if i == model.cfg.eos_id:
-            break
-        if i not in (model.cfg.pad_id, model.cfg.bos_id):
-            out.append(i)
-    return out
+    """Cut a generated sequence at its first EOS (what follows is padding of a finished row)."""
+    eos = model.cfg.eos_id
+    return ids[: ids.index(eos)] if eos in ids else ids
 
 
 @torch.inference_mode()

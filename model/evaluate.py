@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from model.checkpoint import CheckpointError
 from model.data import read_lines, split_path
-from model.inference import ASSETS, MAX_TOKENS, Translator, clean_text
+from model.inference import ASSETS, Translator, clean_text
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 
@@ -28,7 +28,7 @@ def translate_all(translator: Translator, sources: list[str], beam: int, batch_s
     """Sorted by length into batches (less padding), returned in input order."""
     ids = []
     for s in sources:
-        toks = translator.tokenizer.encode(clean_text(s))[: MAX_TOKENS - 1]
+        toks = translator.tokenizer.encode(clean_text(s))[: translator.max_tokens - 1]
         ids.append(toks + [translator.cfg.eos_id])
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     hyps = [""] * len(ids)

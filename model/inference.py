@@ -130,6 +130,7 @@ class Translator:
         self.tokenizer = Tokenizer(folder / TOKENIZER_FILE)
         self.tokenizer.check_matches(self.cfg)
         self.folder = folder
+        self.max_tokens = min(MAX_TOKENS, self.cfg.max_len)
 
     @property
     def device_label(self) -> str:
@@ -144,9 +145,9 @@ class Translator:
         ids = self.tokenizer.encode(text)
         if not ids:
             raise ValueError(f"The {what} has no characters the tokenizer can read.")
-        if len(ids) + 1 > MAX_TOKENS:
-            warnings.append(f"The {what} was cut to its first {MAX_TOKENS - 1} tokens (of {len(ids)}).")
-            ids = ids[: MAX_TOKENS - 1]
+        if len(ids) + 1 > self.max_tokens:
+            warnings.append(f"The {what} was cut to its first {self.max_tokens - 1} tokens (of {len(ids)}).")
+            ids = ids[: self.max_tokens - 1]
         return text, ids + [self.cfg.eos_id]
 
     def _src_tensor(self, ids: list[int]) -> torch.Tensor:

@@ -1,0 +1,123 @@
+"""The shared loader and the CLIs, on a tiny model folder; odd input never crashes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from model import evaluate, translate
+from model.inference import MAX_TOKENS, AttentionResult, Translator, clean_text
+
+ODD_INPUTS = [
+    "A dog 🐕 runs 🏃‍♂️ in the park.",
+    "שלום עולם مرحبا بالعالم",  # right-to-left scripts
+    "a\x00b\x07c\x1b[31m red \u200f\u202e dog",  # NUL, bell, escape, bidi overrides
+    "<b>bold</b> <script>alert(1)</script> & \"quotes\"",
+    "\ud7ff\ue000 private use and \ufeff BOM",
+]
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir) -> Translator:
+    return Translator(tiny_model_dir, device="cpu")
+
+
+def check_result(r: AttentionResult, layers: int, heads: int) -> None:
+    s, t = len(r.source_tokens), len(r.target_tokens)
+    assert r.encoder_self.shape == (layers, heads, s, s)
+    assert r.decoder_self.shape == (layers, heads, t, t)
+    assert r.cross.shape == (layers, heads, t, s)
+    for arr in (r.encoder_self, r.decoder_self, r.cross):
+        assert arr.dtype == np.float32
+        np.testing.assert_allclose(arr.sum(-1), 1.0, atol=1e-5)
+    assert np.all(np.triu(r.decoder_self, k=1) == 0)
+    assert r.source_tokens[-1] == "</s>" and r.target_tokens[0] == "<s>"
+
+
+def test_attention_of_free_and_forced_translation(translator):
+    cfg = translator.cfg
+    r = translator.attention("a dog runs in the park.")
+    check_result(r, cfg.n_layers, cfg.n_heads)
+    assert not r.teacher_forced and r.scale == pytest.approx(cfg.d_k**-0.5)
+    forced = translator.attention("a dog runs in the park.", target="ein hund rennt in dem park.")
+    check_result(forced, cfg.n_layers, cfg.n_heads)
+    assert forced.teacher_forced and forced.translation == "ein hund rennt in dem park."
+    assert "".join(forced.target_tokens[1:]).replace("▁", " ").strip() == "ein hund rennt in dem park."
+    np.testing.assert_allclose(forced.encoder_self, r.encoder_self, atol=1e-6)  # the encoder does not see the target
+
+
+def test_scale_override_changes_maps_and_not_the_model(translator):
+    normal = translator.attention("a red dog.", target="ein roter hund.")
+    unscaled = translator.attention("a red dog.", target="ein roter hund.", scale=1.0)
+    again = translator.attention("a red dog.", target="ein roter hund.")
+    assert unscaled.scale == 1.0
+    assert not np.allclose(normal.encoder_self, unscaled.encoder_self)
+    np.testing.assert_array_equal(normal.encoder_self, again.encoder_self)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\x00\x01", None])
+def test_blank_input_is_a_clear_error(translator, text):
+    with pytest.raises(ValueError, match="empty"):
+        translator.attention(text)
+
+
+@pytest.mark.parametrize("text", ODD_INPUTS)
+def test_odd_input_never_crashes(translator, text):
+    r = translator.attention(text)
+    check_result(r, translator.cfg.n_layers, translator.cfg.n_heads)
+    assert "\x00" not in "".join(r.source_tokens)
+
+
+def test_long_input_is_cut_with_a_warning(translator):
+    r = translator.attention("dog " * 300)
+    assert len(r.source_tokens) == translator.max_tokens == min(MAX_TOKENS, translator.cfg.max_len)
+    assert r.warnings and "cut" in r.warnings[0]
+    r = translator.attention("a dog.", target="hund " * 300)
+    assert len(r.target_tokens) == translator.max_tokens
+
+
+def test_clean_text():
+    assert clean_text("a\x00b\tc\n d\u202e") == "a b c d"
+    assert clean_text(None) == ""
+
+
+def test_exports_round_trip(translator, tmp_path):
+    r = translator.attention("a small child plays.")
+    path = tmp_path / "a.npz"
+    path.write_bytes(r.to_npz_bytes())
+    z = np.load(path)
+    assert list(z["source_tokens"]) == r.source_tokens and list(z["target_tokens"]) == r.target_tokens
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        np.testing.assert_array_equal(z[kind], getattr(r, kind))
+        assert z[kind].dtype == np.float32
+    data = json.loads(r.to_json())
+    assert data["source_tokens"] == r.source_tokens
+    assert np.array(data["cross"]).shape == r.cross.shape
+
+
+def test_translate_cli(tiny_model_dir, tmp_path, capsys):
+    npz, js = tmp_path / "a.npz", tmp_path / "a.json"
+    assert translate.main(["a dog runs.", "--model", str(tiny_model_dir), "--npz", str(npz), "--json", str(js)]) == 0
+    assert capsys.readouterr().out.strip()
+    assert np.load(npz)["encoder_self"].ndim == 4 and json.loads(js.read_text())["encoder_self"]
+    assert translate.main(["a dog.", "--target", "ein hund.", "--model", str(tiny_model_dir)]) == 0
+    assert capsys.readouterr().out.strip() == "ein hund."
+    assert translate.main(["  ", "--model", str(tiny_model_dir)]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert translate.main(["a dog.", "--model", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and err.count("\n") == 1
+
+
+def test_evaluate_cli_prints_bleu_with_signature(tiny_model_dir, corpus, tmp_path, capsys):
+    out = tmp_path / "score.json"
+    args = ["--model", str(tiny_model_dir), "--data", str(corpus), "--beam", "2", "--json", str(out)]
+    assert evaluate.main(args) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("BLEU = ") and "signature: nrefs:1|case:mixed|eff:no|tok:13a" in printed
+    assert json.loads(out.read_text())["beam"] == 2
+    plain = tmp_path / "src.txt"
+    plain.write_text("a dog.\n")
+    assert evaluate.main(["--model", str(tiny_model_dir), "--src", str(plain), "--ref", str(corpus / "val.de.gz")]) == 2
