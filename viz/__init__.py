@@ -1,0 +1,1 @@
+"""Attention visualisation: numpy arrays and token lists in, plotly figures out. No gradio, no torch."""

@@ -1,0 +1,309 @@
+"""Attention heatmaps as plotly figures: every layer × head at a glance, and one head up close.
+
+Shape contract (as in BertViz, checked by `check_attention` with clear ValueErrors):
+  a stack of attention weights is `(L, H, Q, K)` = (layers, heads, query tokens, key tokens);
+  one map is `(Q, K)`. Row q holds how much query token q attends to each key token, so rows sum
+  to 1 and every value lies in [0, 1]. `query_tokens` has Q entries, `key_tokens` has K.
+
+Token display (`escape_token`), for raw SentencePiece pieces:
+  "▁Haus" -> "Haus"   a piece that starts a word loses its "▁" marker;
+  "tür"   -> "·tür"   a piece that continues a word gets a leading middle dot;
+  "▁"     -> "␣"      a lone word marker stays visible;
+  "<s>", "</s>", "<unk>" are shown as they are (but escaped, like all text).
+  Then control characters become "�", text over `max_len` characters ends in "…", and
+  & < > " ' $ become HTML entities, so plotly shows "<b>" literally instead of bold text
+  (and "$...$" never reaches MathJax).
+
+Colours: one Viridis scale on 0..1 for both figures: perceptually uniform, colour-blind safe,
+and it keeps its contrast on a projector. Backgrounds are transparent and text is mid-grey, so the
+figures read on light and dark pages alike.
+
+Overview encoding (size and draw speed): ONE heatmap trace of one big uint8 matrix. Weights are
+stored as whole percent (0..100), so the hover shows the weight as "%{z}%" with no per-cell text;
+tiles are separated by cells holding a gap value (101) that the colour scale paints transparent
+(a uint8 array cannot hold NaN). The axes are categorical with one unique, compact label per
+row/column ("L2 query 5: Haus", "H3 key 7: house"); the hover shows those two labels and the weight.
+Hovering a gap cell shows "(gap)" and "weight 101%" (uint8 has no NaN, so plotly cannot skip it).
+Size for 6 × 8 × 32 × 32: ~57k cells = ~76 KB of base64 plus ~10 KB of labels; if long tokens would
+push the labels past a budget, they fall back to positions only ("L2 query 5").
+
+Detail view: float32 z, zmin 0 / zmax 1, tokens at numeric positions with tickvals/ticktext (plotly
+merges repeated category labels), per-cell customdata for the hover "query → key: weight".
+Titles and axis labels are escaped too (no markup from the caller).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+# Viridis, the same 10 stops as plotly.colors.sequential.Viridis.
+_VIRIDIS = "#440154 #482878 #3e4989 #31688e #26828e #1f9e89 #35b779 #6ece58 #b5de2b #fde725".split()
+COLORSCALE: tuple[tuple[float, str], ...] = tuple((i / (len(_VIRIDIS) - 1), c) for i, c in enumerate(_VIRIDIS))
+TEXT_COLOR = "#888888"  # mid-grey: readable on white and on near-black pages
+TRANSPARENT = "rgba(0,0,0,0)"
+
+_LEVELS = 100  # overview stores round(weight * 100) as uint8: whole percent, error <= 0.005
+_GAP = _LEVELS + 1  # cell value between tiles; painted transparent by _OVERVIEW_COLORSCALE
+_OVERVIEW_COLORSCALE = [[p * _LEVELS / _GAP, c] for p, c in COLORSCALE] + [
+    [(_LEVELS + 0.5) / _GAP, TRANSPARENT],
+    [1.0, TRANSPARENT],
+]
+_ROW_PX = 120  # overview height per layer row
+_BAND_PX = 14  # blank band above each tile row, room for the "L1 H1" tile labels
+_OVERVIEW_TOKEN_LEN = 16  # tokens are shortened harder in the overview hover labels
+_OVERVIEW_LABEL_BUDGET = 14_000  # characters of row/column labels before falling back to positions only
+
+_SPECIAL = re.compile(r"</?[A-Za-z0-9_|]{1,16}>")  # <s>, </s>, <unk>, <pad>, <2de>
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "$": "&#36;"})
+_NDIM_NAMES = {2: "(Q, K)", 3: "(H, Q, K)", 4: "(L, H, Q, K)"}
+
+
+def escape_token(piece: str, max_len: int = 24) -> str:
+    """Make one SentencePiece piece safe and readable as plotly label text (see the module docstring)."""
+    if not isinstance(piece, str):
+        raise ValueError(f"a token must be a str, got {type(piece).__name__}: {piece!r}")
+    if max_len < 2:
+        raise ValueError(f"max_len must be at least 2, got {max_len}")
+    if _SPECIAL.fullmatch(piece):
+        text = piece
+    elif piece.startswith("\u2581"):
+        text = piece[1:] or "\u2423"
+    else:
+        text = "\u00b7" + piece
+    text = text.replace("\u2581", " ")
+    text = "".join("\ufffd" if _is_control(ch) else ch for ch in text)
+    if len(text) > max_len:
+        text = text[: max_len - 1] + "\u2026"
+    return text.translate(_ENTITIES)
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS
+
+
+def _escape_text(text: str) -> str:
+    """Escape free text (titles, axis labels) without the SentencePiece treatment."""
+    return "".join("\ufffd" if _is_control(ch) else ch for ch in str(text)).translate(_ENTITIES)
+
+
+def check_attention(
+    weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *, ndim: int | None = None
+) -> np.ndarray:
+    """Check weights `(..., Q, K)` against the tokens; return them as a float32 array.
+
+    `ndim` (optional) also demands that many dimensions: 4 for `(L, H, Q, K)`, 2 for `(Q, K)`.
+    Raises ValueError when the array is not numeric, has the wrong number of dimensions, is empty,
+    holds NaN/inf or values outside [0, 1], or when Q != len(query_tokens) or K != len(key_tokens).
+    """
+    arr = np.asarray(weights)
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"attention weights must be a numeric array, got dtype {arr.dtype}")
+    if ndim is not None and arr.ndim != ndim:
+        name = _NDIM_NAMES.get(ndim, f"{ndim}-D")
+        raise ValueError(f"attention weights must have shape {name}, got {arr.ndim}-D shape {arr.shape}")
+    if arr.ndim < 2:
+        raise ValueError(f"attention weights must be at least 2-D (Q, K), got shape {arr.shape}")
+    for name, tokens in (("query_tokens", query_tokens), ("key_tokens", key_tokens)):
+        if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+            raise ValueError(f"{name} must be a list of token strings, got {type(tokens).__name__}")
+    n_q, n_k = arr.shape[-2:]
+    if n_q != len(query_tokens):
+        raise ValueError(
+            f"attention weights have {n_q} query rows (shape {arr.shape}, axis -2) "
+            f"but {len(query_tokens)} query_tokens were given"
+        )
+    if n_k != len(key_tokens):
+        raise ValueError(
+            f"attention weights have {n_k} key columns (shape {arr.shape}, axis -1) "
+            f"but {len(key_tokens)} key_tokens were given"
+        )
+    if arr.size == 0:
+        raise ValueError(f"attention weights are empty: shape {arr.shape}")
+    arr = arr.astype(np.float32, copy=False)
+    if not np.isfinite(arr).all():
+        raise ValueError("attention weights contain NaN or infinity")
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < -1e-3 or hi > 1 + 1e-3:
+        raise ValueError(f"attention weights must lie in [0, 1] (softmax output), got min {lo:.4g}, max {hi:.4g}")
+    return arr
+
+
+def _base_layout(title: str, height: int, template: dict | None = None) -> dict:
+    """Layout shared by both figures: transparent, grey text, tight margins, responsive width.
+
+    An explicit (small) template keeps plotly's default one (~7 KB, light-theme colours) out of the JSON.
+    """
+    return dict(
+        template=template or dict(layout=dict(hovermode="closest")),
+        title=dict(text=_escape_text(title), x=0, xref="paper", xanchor="left", font=dict(size=14)),
+        height=height,
+        autosize=True,
+        margin=dict(l=8, r=8, t=40 if title else 12, b=8),
+        paper_bgcolor=TRANSPARENT,
+        plot_bgcolor=TRANSPARENT,
+        font=dict(color=TEXT_COLOR, size=12),
+    )
+
+
+def _clean_axis(**extra) -> dict:
+    """An axis with no grid, zero line or border; tick labels decided by the caller."""
+    return dict(showgrid=False, zeroline=False, showline=False, ticks="", **extra)
+
+
+def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
+    return dict(
+        title=dict(text=title, side="right"),
+        tickvals=list(tickvals),
+        ticktext=["0", "0.25", "0.5", "0.75", "1"],
+        thickness=12,
+        outlinewidth=0,
+    )
+
+
+def _gap_label(i: int) -> str:
+    """The i-th label of a cell between tiles: "(gap)" made unique by invisible zero-width spaces."""
+    return "(gap)" + "\u200b" * i
+
+
+def _overview_labels(
+    n_layers: int, n_heads: int, band: int, q_text: list[str], k_text: list[str]
+) -> tuple[list[str], list[str]]:
+    """Unique category labels: y per row (band rows, then queries), x per column (keys, gap)."""
+    y: list[str] = []
+    x: list[str] = []
+    for layer in range(n_layers):
+        # gap rows need unique names too (a categorical axis merges equal ones)
+        y += [_gap_label(layer * band + r) for r in range(band)]
+        y += [f"L{layer + 1} query {i}{t}" for i, t in enumerate(q_text)]
+    for head in range(n_heads):
+        if head:
+            x.append(_gap_label(head))
+        x += [f"H{head + 1} key {j}{t}" for j, t in enumerate(k_text)]
+    return x, y
+
+
+def overview_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "") -> go.Figure:
+    """All layers × heads of `weights` `(L, H, Q, K)` as one heatmap: rows = layers, columns = heads.
+
+    Layer 1 is the top tile row; each tile is labelled "L{l} H{h}" (1-based). One colour scale for all
+    tiles; the weights are stored as whole percent (uint8), so they round-trip within 0.005.
+    """
+    w = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
+    n_layers, n_heads, n_q, n_k = w.shape
+    band = max(1, math.ceil(_BAND_PX * n_q / (_ROW_PX - _BAND_PX)))  # blank rows above each tile row
+    rows, cols = n_layers * (band + n_q), n_heads * (n_k + 1) - 1
+
+    grid = np.full((n_layers, band + n_q, n_heads, n_k + 1), _GAP, dtype=np.uint8)  # (L, band+Q, H, K+1)
+    pct = np.clip(np.rint(w * _LEVELS), 0, _LEVELS).astype(np.uint8)  # (L, H, Q, K)
+    grid[:, band:, :, :n_k] = pct.transpose(0, 2, 1, 3)  # (L, Q, H, K)
+    z = np.ascontiguousarray(grid.reshape(rows, cols + 1)[:, :cols])  # (rows, cols), last gap column dropped
+
+    q_text = [": " + escape_token(t, _OVERVIEW_TOKEN_LEN) for t in query_tokens]
+    k_text = [": " + escape_token(t, _OVERVIEW_TOKEN_LEN) for t in key_tokens]
+    x, y = _overview_labels(n_layers, n_heads, band, q_text, k_text)
+    if sum(map(len, x)) + sum(map(len, y)) > _OVERVIEW_LABEL_BUDGET:  # long sentences: positions only
+        x, y = _overview_labels(n_layers, n_heads, band, [""] * n_q, [""] * n_k)
+
+    heatmap = go.Heatmap(
+        z=z,
+        x=x,
+        y=y,
+        zmin=0,
+        zmax=_GAP,
+        colorscale=_OVERVIEW_COLORSCALE,
+        colorbar=_colorbar([0, 25, 50, 75, 100]),
+        hovertemplate="%{y}<br>%{x}<br>weight %{z}%<extra></extra>",
+    )
+    annotations = [
+        dict(text=f"L{layer + 1} H{head + 1}", x=head * (n_k + 1) - 0.5, y=layer * (band + n_q) + band - 0.5)
+        for layer in range(n_layers)
+        for head in range(n_heads)
+    ]
+    # one set of defaults instead of repeating them on every tile label
+    label_defaults = dict(xref="x", yref="y", xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=10))
+    layout = _base_layout(
+        title,
+        height=_ROW_PX * n_layers + (52 if title else 24),
+        template=dict(layout=dict(annotationdefaults=label_defaults)),
+    )
+    layout.update(
+        annotations=annotations,
+        xaxis=_clean_axis(type="category", showticklabels=False, range=[-0.5, cols - 0.5], constrain="domain"),
+        yaxis=_clean_axis(
+            type="category",
+            showticklabels=False,
+            range=[rows - 0.5, -0.5],  # reversed: layer 1 on top
+            scaleanchor="x",
+            scaleratio=1,
+            constrain="domain",  # square cells
+        ),
+    )
+    return go.Figure(data=[heatmap], layout=layout)
+
+
+def detail_figure(
+    weights2d,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    title: str = "",
+    *,
+    query_label: str = "query (attending) token",
+    key_label: str = "key (attended) token",
+) -> go.Figure:
+    """One attention map `(Q, K)` (one head, or the mean over heads) with the tokens on the axes.
+
+    Tokens sit at numeric positions 0..n-1 (tickvals/ticktext), so a repeated word keeps its own
+    row/column; rows = query tokens (row 0 on top), columns = key tokens; colour range 0..1.
+    """
+    w = check_attention(weights2d, query_tokens, key_tokens, ndim=2)  # (Q, K) float32
+    n_q, n_k = w.shape
+    q_text = [escape_token(t) for t in query_tokens]
+    k_text = [escape_token(t) for t in key_tokens]
+    # (Q, K, 4) per cell: query text, key text, query position, key position. With ticktext set,
+    # plotly's %{x}/%{y} would show the tick text, so the positions travel here too.
+    customdata = np.empty((n_q, n_k, 4), dtype=object)
+    customdata[:, :, 0] = np.array(q_text, dtype=object)[:, None]
+    customdata[:, :, 1] = np.array(k_text, dtype=object)[None, :]
+    customdata[:, :, 2] = np.arange(n_q)[:, None]
+    customdata[:, :, 3] = np.arange(n_k)[None, :]
+
+    heatmap = go.Heatmap(
+        z=w,
+        x=np.arange(n_k),
+        y=np.arange(n_q),
+        zmin=0,
+        zmax=1,
+        colorscale=[list(stop) for stop in COLORSCALE],
+        colorbar=_colorbar([0, 0.25, 0.5, 0.75, 1]),
+        customdata=customdata,
+        hovertemplate="%{customdata[0]} → %{customdata[1]}: %{z:.3f}"
+        "<br>query %{customdata[2]} → key %{customdata[3]}<extra></extra>",
+    )
+    cell_px = 28 if max(n_q, n_k) <= 24 else 18
+    layout = _base_layout(title, height=int(min(900, max(360, cell_px * n_q + 140))))
+    layout.update(
+        xaxis=_clean_axis(
+            title=dict(text=_escape_text(key_label)),
+            tickmode="array",
+            tickvals=list(range(n_k)),
+            ticktext=k_text,
+            range=[-0.5, n_k - 0.5],
+            automargin=True,
+        ),
+        yaxis=_clean_axis(
+            title=dict(text=_escape_text(query_label)),
+            tickmode="array",
+            tickvals=list(range(n_q)),
+            ticktext=q_text,
+            range=[n_q - 0.5, -0.5],  # reversed: row 0 on top
+            automargin=True,
+        ),
+    )
+    return go.Figure(data=[heatmap], layout=layout)

@@ -1,0 +1,378 @@
+"""Figures and read-aloud text for the "Why 1/√d_k" tab (§3.2.1 and footnote 4).
+
+Inputs are the plain dicts and numpy arrays that ``model.scaling`` returns (this module imports neither
+torch nor gradio): ``dot_product_variance`` -> variance_figure/variance_text, ``dot_product_samples`` ->
+histogram_figure/histogram_text, ``saturation_example`` -> weights_figure/weights_text,
+``saturation_curves`` -> curves_figure/curves_text, and two ``attention_entropy`` (L, H) arrays ->
+entropy_comparison_figure/entropy_comparison_text.
+
+Style, as in viz.heatmaps: transparent backgrounds and mid-grey text, so the figures read on light and dark
+pages alike; two mid-tone colours that are told apart by colour-blind viewers (blue = scaled as in the paper,
+orange = unscaled); Viridis for the heatmaps. No layout title (gr.Plot's label does that job, and a title
+makes Gradio reserve 100 px above the plot). Text is Markdown; every number is ours, nothing is user input.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+TEXT_COLOR = "#888888"  # mid-grey: readable on white and on near-black pages
+GRID_COLOR = "rgba(136,136,136,0.25)"
+TRANSPARENT = "rgba(0,0,0,0)"
+SCALED_COLOR = "#3A8FD9"  # × 1/√d_k, the paper's
+UNSCALED_COLOR = "#E8701A"  # × 1, or the factor chosen on the slider
+REF_COLOR = "#888888"
+FONT_SIZE = 16
+
+PAPER_QUOTE = (
+    "“We suspect that for large values of d_k, the dot products grow large in magnitude, pushing the softmax "
+    "function into regions where it has extremely small gradients. To counteract this effect, we scale the "
+    "dot products by 1/√d_k.”"
+)
+FOOTNOTE_4 = (
+    "“To illustrate why the dot products get large, assume that the components of q and k are independent "
+    "random variables with mean 0 and variance 1. Then their dot product, q·k = Σ q_i k_i, has mean 0 and "
+    "variance d_k.”"
+)
+PAPERS_FACTOR = "with the paper's factor"
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+# ----------------------------------------------------------------------------- numbers as words
+
+
+def fmt(x: float) -> str:
+    """A number as a teacher would say it: 512, 3.14, 0.044, −45.6, 2.4 × 10⁻⁷."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "n/a"
+    if x < 0:
+        return "−" + fmt(-x)
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a >= 1e5 or a < 1e-3:
+        e = math.floor(math.log10(a))
+        m = x / 10**e
+        if round(abs(m), 1) >= 10:
+            m, e = m / 10, e + 1
+        return f"{m:.1f} × 10{str(e).translate(_SUPERSCRIPT)}"
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 1:
+        return f"{x:.3g}"
+    return f"{x:.3g}"
+
+
+def weight(x: float) -> str:
+    """A softmax weight, keeping a nearly one-hot weight distinguishable from 1: 0.19, 0.9997, 1 − 2.0 × 10⁻⁷."""
+    x = float(x)
+    if x < 0.99:
+        return f"{x:.2f}"
+    if 1 - x >= 1e-4:
+        return f"{x:.4f}"
+    return "1" if x >= 1 else f"1 − {fmt(1 - x)}"
+
+
+def times(r: float) -> str:
+    """A ratio: "4.2", "36", "480", "3.1 × 10⁴"."""
+    return f"{r:.1f}" if r < 10 else fmt(r) if r >= 1e5 else f"{r:,.0f}"
+
+
+def smaller(ratio: float, other: str) -> str:
+    """Compare a gradient with ``other``, given other / it: "480 times smaller than …", "about the same size as …"."""
+    if 0.8 <= ratio <= 1.25:
+        return f"about the same size as {other}"
+    if ratio > 1:
+        return f"{times(ratio)} times smaller than {other}"
+    return f"{times(1 / ratio)} times larger than {other}"
+
+
+def _nearest(grid: np.ndarray, d_k: float) -> int:
+    """Index of the grid point nearest ``d_k`` in log scale."""
+    return int(np.argmin(np.abs(np.log2(grid) - math.log2(d_k))))
+
+
+def _value_at(curves: dict, setting: str, metric: str, d_k: float) -> float:
+    """Same rule as model.scaling.value_at: linear in log d_k (and log value for gradients)."""
+    x, y = np.log2(curves["d_k"]), np.asarray(curves[setting][metric], dtype=np.float64)
+    if metric in ("jacobian_norm", "grad_q_norm"):
+        return float(2.0 ** np.interp(math.log2(d_k), x, np.log2(np.maximum(y, 1e-300))))
+    return float(np.interp(math.log2(d_k), x, y))
+
+
+# ----------------------------------------------------------------------------- shared look
+
+
+_AXIS = dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor=TEXT_COLOR, showline=True,
+             title=dict(font=dict(size=FONT_SIZE)))
+# One template instead of per-axis updates: it applies to every subplot's axes and is ~3× cheaper to set.
+TEMPLATE = go.layout.Template(layout=dict(
+    paper_bgcolor=TRANSPARENT,
+    plot_bgcolor=TRANSPARENT,
+    font=dict(size=FONT_SIZE, color=TEXT_COLOR),  # subplot titles inherit it
+    colorway=[SCALED_COLOR, UNSCALED_COLOR, REF_COLOR],
+    xaxis=_AXIS,
+    yaxis=_AXIS,
+    # The legend sits in the top margin of the whole figure, above any subplot titles.
+    legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0.995, yanchor="top", bgcolor=TRANSPARENT),
+    hoverlabel=dict(font=dict(size=FONT_SIZE)),
+))
+
+
+def _style(fig: go.Figure, height: int, top: int = 60) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, height=height, margin=dict(l=70, r=30, t=top, b=60))
+    return fig
+
+
+def _vline(x: float, n_axes: int = 1) -> list[dict]:
+    """A dotted vertical line at data x across each of the first ``n_axes`` subplots (cheaper than add_vline).
+
+    Shapes take data coordinates on log axes too (unlike annotations, which take log10 of them).
+    """
+    refs = [("x", "y")] + [(f"x{i}", f"y{i}") for i in range(2, n_axes + 1)]
+    return [dict(type="line", x0=x, x1=x, y0=0, y1=1, xref=xr, yref=f"{yr} domain", layer="below",
+                 line=dict(color=TEXT_COLOR, dash="dot", width=1.5)) for xr, yr in refs]
+
+
+def _log2_axis(dks: np.ndarray, every: int = 1) -> dict:
+    """A log x axis labelled at the grid's powers of two (every ``every``-th one, counted from the largest)."""
+    ticks = [int(d) for d in dks][::-1][::every][::-1]
+    return dict(type="log", tickvals=ticks, ticktext=[str(t) for t in ticks])
+
+
+# ----------------------------------------------------------------------------- footnote 4: variance
+
+
+def variance_figure(var: dict, d_k: int | None = None) -> go.Figure:
+    """Measured Var(q·k) and Var(q·k/√d_k) against d_k on log–log axes, with the line Var = d_k."""
+    d = np.asarray(var["d_k"], dtype=np.float64)
+    fig = go.Figure()
+    fig.add_scatter(x=d, y=var["var"], mode="markers", name="measured Var(q·k)",
+                    marker=dict(size=12, color=UNSCALED_COLOR),
+                    hovertemplate="d_k = %{x}<br>Var(q·k) = %{y:.3g}<extra></extra>")
+    fig.add_scatter(x=d, y=var["var_scaled"], mode="lines+markers", name="measured Var(q·k / √d_k)",
+                    line=dict(color=SCALED_COLOR, width=3), marker=dict(size=10),
+                    hovertemplate="d_k = %{x}<br>Var(q·k/√d_k) = %{y:.3g}<extra></extra>")
+    # Drawn last so that it shows on top of the measured points it predicts; listed first in the legend.
+    fig.add_scatter(x=d, y=d, mode="lines", name="Var = d_k (footnote 4)", legendrank=1,
+                    line=dict(color=TEXT_COLOR, dash="dash", width=2.5), hoverinfo="skip")
+    if d_k is not None:
+        fig.update_layout(shapes=_vline(d_k))
+    fig.update_xaxes(title=dict(text="d_k (dimension of queries and keys)"), **_log2_axis(d))
+    fig.update_yaxes(type="log", title=dict(text="variance of the dot product"), exponentformat="power", dtick=1)
+    return _style(fig, 460)
+
+
+def variance_text(var: dict, d_k: int) -> str:
+    i = _nearest(var["d_k"], d_k)
+    d = int(var["d_k"][i])
+    return (
+        f"Footnote 4 of the paper: {FOOTNOTE_4}\n\n"
+        f"Measured with {var['n_samples']:,} random pairs per point: at d_k = {d} the variance of q·k is "
+        f"{fmt(var['var'][i])} (expected {d}), and after dividing by √d_k it is {fmt(var['var_scaled'][i])} "
+        f"(expected 1). The orange points climb along the line Var = d_k, while the blue, scaled points stay "
+        f"flat at 1 for every d_k."
+    )
+
+
+def histogram_figure(samples: np.ndarray, d_k: int, bins: int = 48) -> go.Figure:
+    """Histograms of q·k (top) and q·k/√d_k (bottom) on one shared x axis, with their normal densities."""
+    raw = np.asarray(samples, dtype=np.float64)
+    scaled = raw / math.sqrt(d_k)
+    half = 4.5 * max(math.sqrt(d_k), 1.0)  # ±4.5 standard deviations of the wider of the two
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14,
+                        subplot_titles=(f"raw q·k: standard deviation √{d_k} = {fmt(math.sqrt(d_k))}",
+                                        "q·k / √d_k: standard deviation 1"))
+    for row, (x, sd, color, name) in enumerate(
+        ((raw, math.sqrt(d_k), UNSCALED_COLOR, "q·k"), (scaled, 1.0, SCALED_COLOR, "q·k / √d_k")), start=1
+    ):
+        width = 9.0 * sd / bins  # `bins` bins across ±4.5 sd; the dashed line is the normal density
+        edges = np.arange(-4.5 * sd, 4.5 * sd + width / 2, width)
+        density, edges = np.histogram(x, bins=edges, density=True)
+        centres = (edges[:-1] + edges[1:]) / 2
+        fig.add_bar(x=centres, y=density, width=width, name=name, marker=dict(color=color, line=dict(width=0)),
+                    opacity=0.85, hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>", row=row, col=1)
+        grid = np.linspace(-half, half, 301)
+        fig.add_scatter(x=grid, y=np.exp(-0.5 * (grid / sd) ** 2) / (sd * math.sqrt(2 * math.pi)), mode="lines",
+                        name=f"normal, variance {fmt(sd * sd)}", line=dict(color=REF_COLOR, dash="dash", width=2),
+                        hoverinfo="skip", row=row, col=1)
+    fig.update_xaxes(range=[-half, half])
+    fig.update_xaxes(title=dict(text=f"value of the dot product (d_k = {d_k})"), row=2, col=1)
+    fig.update_yaxes(title=dict(text="density"), rangemode="tozero")
+    fig.update_layout(bargap=0, showlegend=False)
+    return _style(fig, 520)
+
+
+def histogram_text(samples: np.ndarray, d_k: int) -> str:
+    raw = np.asarray(samples, dtype=np.float64)
+    lo, hi = np.quantile(raw, [0.025, 0.975])
+    s = math.sqrt(d_k)
+    return (
+        f"With d_k = {d_k}, the middle 95 % of {raw.size:,} random dot products lie between {fmt(lo)} and "
+        f"{fmt(hi)}; footnote 4 predicts about ±1.96·√d_k = ±{fmt(1.96 * s)}. "
+        f"Divided by √d_k they lie between {fmt(lo / s)} and {fmt(hi / s)}, whatever d_k is. "
+        f"Both panels share one x axis: the wider the logits, the more the largest one dominates the softmax."
+    )
+
+
+# ----------------------------------------------------------------------------- §3.2.1: saturation
+
+
+def _factor_label(f: float, d_k: int) -> str:
+    if math.isclose(f, 1 / math.sqrt(d_k), rel_tol=1e-9):
+        return f"× 1/√{d_k} = {fmt(f)}" + (" (paper)" if d_k != 1 else " (paper = unscaled)")
+    return f"× {fmt(f)}" + (" (unscaled)" if f == 1 else "")
+
+
+def weights_figure(example: dict) -> go.Figure:
+    """Softmax weights of one query over n keys: paper's factor (left) vs chosen factor (right), y in 0..1."""
+    d_k, n = example["d_k"], example["n_keys"]
+    settings = (("paper", SCALED_COLOR), ("chosen", UNSCALED_COLOR))
+    titles = [f"{_factor_label(example[s]['factor'], d_k)}<br>largest {weight(example[s]['max_weight'])}, "
+              f"entropy {fmt(example[s]['entropy'])} nats" for s, _ in settings]
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06, subplot_titles=titles)
+    keys = [str(j + 1) for j in range(n)]
+    for col, (s, color) in enumerate(settings, start=1):
+        fig.add_bar(x=keys, y=example[s]["weights"], name=_factor_label(example[s]["factor"], d_k),
+                    marker=dict(color=color, line=dict(width=0)), customdata=example["logits"],
+                    hovertemplate="%{x}: weight %{y:.3g}<br>q·k = %{customdata:.3g}<extra></extra>", row=1, col=col)
+    fig.update_layout(bargap=0.15, showlegend=False)
+    fig.update_yaxes(range=[0, 1.02], dtick=0.25)
+    fig.update_yaxes(title=dict(text="softmax weight"), row=1, col=1)
+    fig.update_xaxes(title=dict(text=f"key (one of {n} random keys, d_k = {d_k})"), tickangle=0, type="category")
+    return _style(fig, 460, top=100)
+
+
+def weights_text(example: dict) -> str:
+    d_k, n = example["d_k"], example["n_keys"]
+    p, c = example["paper"], example["chosen"]
+    first = (
+        f"One random query meets {n} random keys with d_k = {d_k}. Scaled by the paper's 1/√d_k = "
+        f"{fmt(p['factor'])}, the largest weight is {weight(p['max_weight'])} and the entropy {fmt(p['entropy'])} "
+        f"nats (an even spread would be log {n} = {fmt(math.log(n))})."
+    )
+    if math.isclose(c["factor"], p["factor"], rel_tol=1e-9):
+        return first + " Move the slider towards 1 to see what happens without the scaling."
+    ratio = p["jacobian_norm"] / max(c["jacobian_norm"], 1e-300)
+    return (
+        f"{first} Multiplied by {fmt(c['factor'])} instead, the largest weight is {weight(c['max_weight'])} and the "
+        f"entropy {fmt(c['entropy'])} nats. The softmax's gradient (the size of its Jacobian) is then "
+        f"{smaller(ratio, PAPERS_FACTOR)}"
+        + (": the paper's “regions where it has extremely small gradients”." if ratio >= 10 else ".")
+    )
+
+
+_CURVE_PANELS = (
+    ("entropy", "softmax entropy (nats)", False),
+    ("max_weight", "largest softmax weight", False),
+    ("jacobian_norm", "softmax gradient ‖diag(w) − wwᵀ‖", True),
+    ("grad_q_norm", "gradient reaching q: ‖∂loss/∂q‖", True),
+)
+
+
+def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
+    """Entropy, largest weight and two gradient sizes against d_k (log x; gradients on log y), median query."""
+    d = np.asarray(curves["d_k"], dtype=np.float64)
+    fig = make_subplots(rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.16, horizontal_spacing=0.1,
+                        subplot_titles=[t for _, t, _ in _CURVE_PANELS])
+    for i, (metric, _, log_y) in enumerate(_CURVE_PANELS):
+        row, col = divmod(i, 2)
+        row, col = row + 1, col + 1
+        if metric == "entropy":
+            fig.add_scatter(x=[d[0], d[-1]], y=[math.log(curves["n_keys"])] * 2, mode="lines",
+                            name=f"even spread: log {curves['n_keys']}", line=dict(color=REF_COLOR, dash="dash"),
+                            hoverinfo="skip", row=row, col=col)
+        for setting, color, name in (("scaled", SCALED_COLOR, "× 1/√d_k (paper)"),
+                                     ("unscaled", UNSCALED_COLOR, "× 1 (unscaled)")):
+            y = np.asarray(curves[setting][metric], dtype=np.float64)
+            if log_y:
+                y = np.where(y > 0, y, np.nan)  # a log axis cannot show 0
+            fig.add_scatter(x=d, y=y, mode="lines+markers", name=name, legendgroup=setting, showlegend=i == 0,
+                            line=dict(color=color, width=3), marker=dict(size=7),
+                            hovertemplate=f"d_k = %{{x}}<br>{name}: %{{y:.3g}}<extra></extra>", row=row, col=col)
+        if d_k is not None:
+            ys = [_value_at(curves, s, metric, d_k) for s in ("scaled", "unscaled")]
+            fig.add_scatter(x=[d_k, d_k], y=ys, mode="markers", showlegend=False, hoverinfo="skip",
+                            marker=dict(size=15, color=[SCALED_COLOR, UNSCALED_COLOR],
+                                        line=dict(color=TEXT_COLOR, width=2)), row=row, col=col)
+        if log_y:
+            fig.update_yaxes(type="log", exponentformat="power", dtick=1, row=row, col=col)
+    if d_k is not None:
+        fig.update_layout(shapes=_vline(d_k, 4))
+    fig.update_yaxes(rangemode="tozero", row=1)
+    fig.update_yaxes(range=[0, 1.02], row=1, col=2)
+    fig.update_xaxes(**_log2_axis(d, every=2))
+    fig.update_xaxes(title=dict(text="d_k"), row=2)
+    return _style(fig, 660, top=100)
+
+
+def curves_text(curves: dict, d_k: int = 512) -> str:
+    v = {(s, m): _value_at(curves, s, m, d_k) for s in ("scaled", "unscaled") for m, _, _ in _CURVE_PANELS}
+    ratio_j = v["scaled", "jacobian_norm"] / max(v["unscaled", "jacobian_norm"], 1e-300)
+    ratio_q = v["scaled", "grad_q_norm"] / max(v["unscaled", "grad_q_norm"], 1e-300)
+    where = "" if np.isclose(curves["d_k"], d_k).any() else " (read between the measured points)"
+    return (
+        f"The paper, §3.2.1: {PAPER_QUOTE}\n\n"
+        f"For a typical query (the median of {curves['n_trials']:,} random queries, each over {curves['n_keys']} "
+        f"keys) at d_k = {d_k}{where}, the unscaled softmax gives one key a weight of "
+        f"{weight(v['unscaled', 'max_weight'])} (entropy {fmt(v['unscaled', 'entropy'])} nats), and its gradient is "
+        f"{smaller(ratio_j, 'with scaling')}; the gradient that reaches the query is "
+        f"{smaller(ratio_q, 'with scaling')}. "
+        f"With the 1/√d_k scaling every curve stays roughly level as d_k grows (largest weight "
+        f"{weight(v['scaled', 'max_weight'])}, entropy {fmt(v['scaled', 'entropy'])} nats)."
+    )
+
+
+# ----------------------------------------------------------------------------- the live model
+
+
+def entropy_comparison_figure(
+    normal: np.ndarray,
+    changed: np.ndarray,
+    labels: tuple[str, str] = ("trained scale × 1/√d_k", "changed scale"),
+    max_entropy: float | None = None,
+) -> go.Figure:
+    """Mean attention entropy per head, (L, H) each: two heatmaps side by side on one colour scale."""
+    a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"expected two (L, H) arrays of one shape, got {a.shape} and {b.shape}")
+    n_layers, n_heads = a.shape
+    top = max_entropy if max_entropy is not None else float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05, subplot_titles=labels)
+    for col, z in enumerate((a, b), start=1):
+        fig.add_heatmap(z=z.astype(np.float32), x=np.arange(1, n_heads + 1), y=np.arange(1, n_layers + 1),
+                        coloraxis="coloraxis", texttemplate="%{z:.2f}", textfont=dict(size=12), xgap=2, ygap=2,
+                        hovertemplate="layer %{y}, head %{x}: %{z:.2f} nats<extra></extra>", row=1, col=col)
+    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top,
+                                     colorbar=dict(title=dict(text="nats"), outlinewidth=0)))
+    fig.update_xaxes(title=dict(text="head"), dtick=1, showgrid=False, showline=False, ticks="")
+    fig.update_yaxes(dtick=1, showgrid=False, showline=False, ticks="")
+    fig.update_yaxes(title=dict(text="layer"), row=1, col=1)
+    return _style(fig, 160 + 48 * n_layers)
+
+
+def entropy_comparison_text(
+    normal: np.ndarray,
+    changed: np.ndarray,
+    labels: tuple[str, str] = ("the trained scale", "the changed scale"),
+    max_entropy: float | None = None,
+) -> str:
+    a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
+    ma, mb = float(np.nanmean(a)), float(np.nanmean(b))
+    sharper = int(np.nansum(b < a))
+    n = int(np.isfinite(a).sum())
+    bound = f" (an even spread over all keys would give up to {fmt(max_entropy)} nats)" if max_entropy else ""
+    if mb < ma:
+        why = "Sharper maps are the saturation of §3.2.1: larger logits push each softmax towards one key."
+    else:
+        why = "Smaller logits spread each softmax more evenly over the keys."
+    return (
+        f"Averaged over all {n} heads, the attention entropy is {fmt(ma)} nats with {labels[0]} and {fmt(mb)} nats "
+        f"with {labels[1]}{bound}. Lower entropy means sharper, more one-hot attention; {sharper} of the {n} heads "
+        f"became sharper. {why}"
+    )
