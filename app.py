@@ -347,7 +347,7 @@ with gr.Blocks(title="Attention Is All You Need — attention visualiser", analy
                             gr.Button(f"{plot_id.title()} as {fmt.upper()}", size="sm").click(
                                 None, js=f"() => window.attnDownload('{plot_id}', '{fmt}')")
 
-        with gr.Tab("Why 1/√d_k", id="scaling"):
+        with gr.Tab("Why 1/√d_k", id="scaling") as scaling_tab:
             gr.Markdown(vs.PAPER_QUOTE)
             with gr.Row():
                 log2_dk = gr.Slider(0, 10, value=9, step=1, label="log₂ d_k (d_k = 1 … 1024)", elem_id="log2-dk")
@@ -416,6 +416,8 @@ with gr.Blocks(title="Attention Is All You Need — attention visualiser", analy
     live_inputs = [live_text, alpha, live_kind, live_layer]
     live_outputs = [live_normal, live_changed, live_entropy, live_summary]
     live_btn.click(live_scaling, live_inputs, live_outputs, api_name="scaling_live")
+    live_text.submit(live_scaling, live_inputs, live_outputs, api_visibility="undocumented")
+    scaling_tab.select(live_scaling, live_inputs, live_outputs, api_visibility="undocumented")
     demo.load(toy_variance, var_inputs, var_outputs, api_name="scaling_variance")
     demo.load(toy_saturation, sat_inputs, sat_outputs, api_name="scaling_saturation")
 

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need on a fresh machine (a virtual environment with
+# requirements.txt + tests/requirements.txt, and Debian's Chromium for the browser tests), then runs ruff
+# and every test. `.ci/run` runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q -r requirements.txt -r tests/requirements.txt
+if ! command -v chromium >/dev/null; then
+  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+"$VENV/bin/ruff" check .
+"$VENV/bin/python" -m pytest -q tests "$@"
