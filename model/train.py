@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 import time
 from contextlib import nullcontext
@@ -195,6 +196,10 @@ def main(argv=None) -> int:
     last_save, t_session = time.monotonic(), time.monotonic()
     elapsed0 = trainer["elapsed_s"]
     tty = sys.stderr.isatty()
+    # SIGTERM / Ctrl-C: finish the current step, write a checkpoint, exit. Nothing is lost.
+    stop_requested: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: stop_requested.append(signum))
     while trainer["epoch"] < args.epochs:
         epoch = trainer["epoch"]
         batches = make_batches(lengths, args.max_tokens, seed=args.seed * 100_003 + epoch)
@@ -221,13 +226,14 @@ def main(argv=None) -> int:
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item() / n_tokens:.3f}", lr=f"{lr:.2e}", refresh=False)
             trainer["elapsed_s"] = elapsed0 + time.monotonic() - t_session
-            stop = args.max_steps is not None and trainer["step"] >= args.max_steps
+            stop = bool(stop_requested) or (args.max_steps is not None and trainer["step"] >= args.max_steps)
             if stop or time.monotonic() - last_save > 60 * args.checkpoint_minutes:
                 save_training_state(out, model, opt, trainer)
                 last_save = time.monotonic()
             if stop:
                 bar.close()
-                print(f"stopped at step {trainer['step']} (--max-steps)", flush=True)
+                why = "signal" if stop_requested else "--max-steps"
+                print(f"stopped at step {trainer['step']} ({why}); resume with --resume", flush=True)
                 return 0
         bar.close()
         val_loss, val_bleu = validate(

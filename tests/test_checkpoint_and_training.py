@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,3 +111,27 @@ def test_training_writes_epoch_log(corpus, tmp_path):
     assert {"train_loss", "val_loss", "val_bleu", "elapsed_s"} <= set(log[0])
     assert (tmp_path / "best" / "model.safetensors").is_file()
     assert main(["--data", str(corpus), "--out", str(tmp_path / "nothing"), "--resume"]) == 2
+
+
+def test_sigterm_writes_a_checkpoint_that_resumes(corpus, tmp_path):
+    """A killed run (SIGTERM, as `kill` sends) stops at a step boundary with a checkpoint; --resume goes on."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "model.train", "--data", str(corpus), "--out", str(out), "--preset", "tiny",
+            "--max-tokens", "60", "--precision", "fp32", "--epochs", "50", "--threads", "1"]
+    proc = subprocess.Popen(args, cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "epochs").is_dir() and time.monotonic() < deadline:  # wait until it is training
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "stopped at step" in stdout
+    step = json.loads((out / "last" / "trainer.json").read_text())["step"]
+    assert step > 0
+    train(corpus, out, "--resume", "--max-steps", str(step + 2))
+    assert json.loads((out / "last" / "trainer.json").read_text())["step"] == step + 2
