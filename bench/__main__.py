@@ -1,0 +1,171 @@
+"""`python -m bench [--quick] [--json PATH] [--threads N]`: run every section, print a Markdown table, write JSON.
+
+Progress goes to stderr, the table to stdout. The exit status is 1 when a section failed to run (goals that
+are missed are reported in the table, not as a failure: timings depend on the machine and its load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+from importlib.metadata import version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
+SECTIONS = ("server", "browser", "payload", "model")  # server also yields load, cold_start and payload_sent
+GOALS = {"ratio_browser": 8.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def meta(threads: int) -> dict:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "device": f"cuda ({torch.cuda.get_device_name(0)})" if cuda else "cpu",
+        "dtype": "float16" if cuda else "float32",  # what Translator picks
+        "torch": torch.__version__, "gradio": version("gradio"), "plotly": version("plotly"),
+        "python": platform.python_version(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
+        "model_threads": threads, "loadavg_start": list(os.getloadavg()),
+    }
+
+
+def run_all(quick: bool, threads: int) -> dict:
+    from bench import browser, model_speed, payload, server
+    from model.checkpoint import TOKENIZER_FILE
+    from model.inference import ASSETS
+    from model.tokenizer import Tokenizer
+
+    results: dict = {"quick": quick, "meta": meta(threads), "errors": {}}
+    text32 = payload.text_with_tokens(Tokenizer(ASSETS / TOKENIZER_FILE), 32)
+    jobs = {
+        "server": lambda: server.run(quick, text32, log),
+        "browser": lambda: {"browser": browser.run(quick, log)},
+        "payload": lambda: {"payload": payload.run()},
+        "model": lambda: {"model": model_speed.run(quick, threads, log)},
+    }
+    for name in SECTIONS:
+        log(f"[bench] {name} ...")
+        t0 = time.perf_counter()
+        try:
+            results.update(jobs[name]())
+        except Exception as exc:  # one broken section must not hide the others
+            traceback.print_exc()
+            results["errors"][name] = f"{type(exc).__name__}: {exc}"[:2000]
+        log(f"[bench] {name} done in {time.perf_counter() - t0:.1f} s")
+    if "payload" in results and "payload_sent" in results:
+        results["payload"]["sent"] = results.pop("payload_sent")
+    results["meta"]["loadavg_end"] = list(os.getloadavg())
+    return results
+
+
+def _ok(value: float, goal: float) -> str:
+    return "yes" if math.isfinite(value) and value <= goal else "**no**"
+
+
+def table(r: dict) -> str:
+    rows: list[tuple[str, str, str, str]] = []
+    if "browser" in r:
+        b = r["browser"]
+        rows += [
+            ("Browser: click → overview grid drawn (median / p95)",
+             f"{b['visualise']['median_ms']:.0f} / {b['visualise']['p95_ms']:.0f} ms", "", ""),
+            ("Browser: click → echo shown (median / p95)",
+             f"{b['echo']['median_ms']:.0f} / {b['echo']['p95_ms']:.0f} ms", "", ""),
+            ("Browser: overview ÷ echo", f"{b['ratio']:.1f}×", f"≤ {GOALS['ratio_browser']:.0f}×",
+             _ok(b["ratio"], GOALS["ratio_browser"])),
+        ]
+        if "until_plotly_react" in b:
+            rows.append(("Browser: of which click → Plotly.react (server + network)",
+                         f"{b['until_plotly_react']['median_ms']:.0f} ms", "", ""))
+    for n, s in r.get("server", {}).get("words", {}).items():
+        goal = f"≤ {GOALS['server_20_words_ms']:.0f} ms" if n == "20" else ""
+        ok = _ok(s["median_ms"], GOALS["server_20_words_ms"]) if n == "20" else ""
+        rows.append((f"Server: /visualise, {n} words (median / p95)",
+                     f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms", goal, ok))
+    if "payload" in r:
+        p = r["payload"]
+        rows.append(("Payload: overview figure, 48 heads × 32 tokens", f"{p['overview_bytes'] / 1000:.1f} KB",
+                     "≤ 100 KB", _ok(p["overview_bytes"], GOALS["payload_bytes"])))
+        if "sent" in p:
+            s = p["sent"]
+            rows.append((f"Payload: sent by /visualise for {s['source_tokens']} tokens (overview / whole answer)",
+                         f"{s['overview_bytes'] / 1000:.1f} / {s['response_bytes'] / 1000:.1f} KB", "≤ 100 KB",
+                         _ok(s["overview_bytes"], GOALS["payload_bytes"])))
+    for m in r.get("model", {}).get("rows", []):
+        rows.append((f"Model ({m['device']}, {m['dtype']}, {r['model']['threads']} thread(s)): {m['src_tokens']} "
+                     f"tokens, {m['steps']} steps, ours with capture / nn.Transformer",
+                     f"{m['ours_capture_ms']:.0f} / {m['torch_nn_transformer_ms']:.0f} ms = {m['ratio']:.2f}",
+                     f"≤ {GOALS['model_ratio']}", _ok(m["ratio"], GOALS["model_ratio"])))
+        rows.append((f"Model ({m['device']}): {m['src_tokens']} tokens, ours without capture",
+                     f"{m['ours_no_capture_ms']:.0f} ms (capture costs ×{m['capture_overhead']:.2f})", "", ""))
+    if "load" in r:
+        ld = r["load"]
+        rows += [
+            (f"Load: {ld['clients']} clients × {ld['requests_per_client']} requests (median / p95)",
+             f"{ld['median_ms']:.0f} / {ld['p95_ms']:.0f} ms ({ld['throughput_rps']:.1f} req/s)", "", ""),
+            ("Load: errors", str(ld["errors"]), "0", "yes" if ld["errors"] == 0 else "**no**"),
+            ("Load: app peak RSS (VmHWM)", f"{ld['peak_rss_mb']:.0f} MB", "", ""),
+        ]
+    if "cold_start" in r:
+        c = r["cold_start"]
+        rows += [("Cold start: spawn → HTTP 200", f"{c['to_http_200_s']:.1f} s", "", ""),
+                 ("Cold start: spawn → first visualisation", f"{c['to_first_visualisation_s']:.1f} s", "", "")]
+    m = r["meta"]
+    lines = [
+        f"Device: {m['device']}, {m['dtype']}; CPU: {m['cpu']} ({m['cpu_count']} cores); torch {m['torch']}, "
+        f"gradio {m['gradio']}, plotly {m['plotly']}; load average at start {m['loadavg_start'][0]:.1f}"
+        + (" (quick mode)" if r["quick"] else ""),
+        "",
+        "| metric | value | goal | ok? |",
+        "|---|---|---|---|",
+        *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
+    ]
+    lines += [f"\n**{name} failed:** {err.splitlines()[0]}" for name, err in r["errors"].items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (CI): well under 2 minutes")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write results ({DEFAULT_JSON})")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads for the model section (default 1: what the app uses on a CPU)")
+    args = parser.parse_args(argv)
+    for key, value in (("GRADIO_ANALYTICS_ENABLED", "False"), ("HF_HUB_OFFLINE", "1"),
+                       ("HF_HUB_DISABLE_TELEMETRY", "1")):
+        os.environ.setdefault(key, value)
+    t0 = time.perf_counter()
+    results = run_all(args.quick, args.threads)
+    results["total_s"] = time.perf_counter() - t0
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    print(table(results))
+    log(f"[bench] {results['total_s']:.0f} s in all; JSON in {args.json}")
+    return 1 if results["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""What every section shares: fixed sentences, statistics, the app subprocess and a raw-HTTP Gradio client."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from tests.browser_util import free_port, is_loopback
+
+ROOT = Path(__file__).resolve().parent.parent
+OFFLINE_ENV = {"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+# Multi30k-like captions (written for the benchmark, not taken from the data set). `words(n)` walks
+# through them in order, so a text of n words is the same on every run.
+SENTENCES = (
+    "Two dogs play in snow.",
+    "A young man in a red shirt is riding a bicycle down a busy street.",
+    "Two little girls in pink dresses are playing with a ball on the green grass.",
+    "A brown dog jumps over a wooden fence while a woman watches from the porch.",
+    "Several people are standing in front of a large white building waiting for the bus.",
+    "An older woman with a blue hat is selling fresh vegetables at an outdoor market.",
+    "A group of children are swimming in a lake near the mountains on a sunny day.",
+    "A man wearing a black jacket plays the guitar for a small crowd in the park.",
+    "Three workers in orange vests are repairing the road next to a tall brick wall.",
+)
+_POOL = " ".join(SENTENCES).split()
+
+
+def words(n: int) -> str:
+    """The first ``n`` words of the caption pool (ending with a full stop)."""
+    if not 1 <= n <= len(_POOL):
+        raise ValueError(f"n must be 1..{len(_POOL)}, got {n}")
+    text = " ".join(_POOL[:n])
+    return text if text.endswith(".") else text.rstrip(",") + "."
+
+
+def stats(samples_s: Sequence[float]) -> dict:
+    """Seconds in -> milliseconds out: median, p95 (linear interpolation), min, max, n and the samples."""
+    ms = sorted(1000.0 * s for s in samples_s)
+    if not ms:
+        raise ValueError("no samples")
+
+    def pct(p: float) -> float:
+        k = (len(ms) - 1) * p / 100.0
+        lo, hi = math.floor(k), math.ceil(k)
+        return ms[lo] + (ms[hi] - ms[lo]) * (k - lo)
+
+    return {"median_ms": pct(50), "p95_ms": pct(95), "min_ms": ms[0], "max_ms": ms[-1], "n": len(ms),
+            "samples_ms": [round(v, 3) for v in ms]}
+
+
+def read_status_kb(pid: int, field: str) -> int:
+    """A ``kB`` field of /proc/<pid>/status (VmHWM = peak resident set, VmRSS = now)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+@dataclass
+class AppProcess:
+    url: str
+    proc: subprocess.Popen
+    spawned_at: float  # time.perf_counter() just before Popen
+    http_200_s: float  # spawn -> first HTTP 200 on "/"
+
+
+@contextlib.contextmanager
+def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0) -> Iterator[AppProcess]:
+    """``python <args>`` on a free loopback port, like tests.browser_util.running_app, but timed and with its pid.
+
+    Output goes to a temporary file (a pipe nobody reads could fill up and block the server).
+    """
+    port = free_port()
+    env = {**os.environ, **OFFLINE_ENV, "GRADIO_SERVER_PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env.pop("GRADIO_SERVER_NAME", None)  # Gradio's default: 127.0.0.1
+    url = f"http://127.0.0.1:{port}/"
+    with tempfile.TemporaryFile(mode="w+") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"{' '.join(args)} exited with {proc.returncode}:\n{log.read()[-4000:]}")
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.perf_counter() - start > timeout:
+                    raise TimeoutError(f"{' '.join(args)} did not answer on {url} within {timeout} s")
+                time.sleep(0.02)
+            yield AppProcess(url, proc, start, time.perf_counter() - start)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+class CallError(RuntimeError):
+    """The event finished with ``event: error`` (or an unexpected HTTP answer)."""
+
+
+class GradioHTTP:
+    """Gradio's queue protocol over one keep-alive connection: POST /gradio_api/call/<name>, then GET its SSE.
+
+    Not thread-safe: give each thread its own. ``call`` returns (outputs, bytes of the SSE answer).
+    """
+
+    def __init__(self, url: str, timeout: float = 120.0):
+        if not is_loopback(url):
+            raise ValueError(f"the benchmark only talks to loopback addresses, not {url}")
+        parsed = urlparse(url)
+        self.host, self.port, self.timeout = parsed.hostname, parsed.port or 80, timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        for attempt in (0, 1):  # one retry on a fresh connection if the kept-alive one was closed
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                headers = {"Content-Type": "application/json"} if body is not None else {}
+                self.conn.request(method, path, body=body, headers=headers)
+                resp = self.conn.getresponse()
+                data = resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.close()
+                if attempt:
+                    raise
+                continue
+            if resp.status != 200:
+                raise CallError(f"{method} {path}: HTTP {resp.status}: {data[:300]!r}")
+            return data
+        raise AssertionError("unreachable")
+
+    def call(self, name: str, data: list) -> tuple[list, int]:
+        answer = self._request("POST", f"/gradio_api/call/{name}", json.dumps({"data": data}).encode())
+        event_id = json.loads(answer)["event_id"]
+        raw = self._request("GET", f"/gradio_api/call/{name}/{event_id}")
+        event = None
+        for line in raw.decode("utf-8").splitlines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event in ("complete", "error"):
+                payload = line[5:].strip()
+                if event == "error":
+                    raise CallError(f"/{name} failed: {payload[:300]}")
+                return json.loads(payload), len(raw)
+        raise CallError(f"/{name}: no complete event in {raw[:300]!r}")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def visualise_args(text: str) -> list:
+    """Inputs of the app's /visualise endpoint: text, target, kind, layer, head (0 = mean)."""
+    return [text, "", "encoder_self", 1, 0]

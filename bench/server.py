@@ -1,0 +1,130 @@
+"""Against one ``python app.py`` process: cold start, per-request latency, bytes sent, and a classroom load.
+
+Everything goes through the app's named ``/visualise`` endpoint with Gradio's queue protocol over raw HTTP
+(``bench.common.GradioHTTP``), never gradio_client (it polls every 50 ms).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+
+from bench.common import CallError, GradioHTTP, app_process, read_status_kb, stats, visualise_args, words
+
+WORD_COUNTS = (5, 20, 60)
+OVERVIEW_OUTPUT = 2  # /visualise outputs: translation, status, overview, detail, (state), figure-1 svg
+
+
+def first_visualisation(app_url: str, spawned_at: float) -> float:
+    """Seconds from process start to the first finished /visualise."""
+    client = GradioHTTP(app_url)
+    try:
+        client.call("visualise", visualise_args(words(20)))
+    finally:
+        client.close()
+    return time.perf_counter() - spawned_at
+
+
+def latency(app_url: str, repeats: int, deadline: float) -> dict:
+    """Sequential calls, the word counts interleaved so that background load drifts hit them alike."""
+    client = GradioHTTP(app_url)
+    samples: dict[int, list[float]] = {n: [] for n in WORD_COUNTS}
+    try:
+        for n in WORD_COUNTS:  # warm-up: first calls of each length pay for allocations
+            client.call("visualise", visualise_args(words(n)))
+        for _ in range(repeats):
+            for n in WORD_COUNTS:
+                t0 = time.perf_counter()
+                client.call("visualise", visualise_args(words(n)))
+                samples[n].append(time.perf_counter() - t0)
+            if time.perf_counter() > deadline:
+                break
+    finally:
+        client.close()
+    return {str(n): stats(s) for n, s in samples.items()}
+
+
+def sent_bytes(app_url: str, text: str) -> dict:
+    """What /visualise sends for ``text``: the overview output as JSON, and the whole SSE answer."""
+    client = GradioHTTP(app_url)
+    try:
+        outputs, total = client.call("visualise", visualise_args(text))
+    finally:
+        client.close()
+    overview = outputs[OVERVIEW_OUTPUT]
+    json.loads(overview["plot"])  # a whole plotly figure
+    found = re.search(r"(\d+) source tokens", outputs[1])  # the status line
+    return {"overview_bytes": len(json.dumps(overview).encode()), "response_bytes": total,
+            "source_tokens": int(found.group(1)) if found else None}
+
+
+def load(app_url: str, pid: int, clients: int, per_client: int, deadline: float) -> dict:
+    """``clients`` threads, each with its own connection, sending ``per_client`` requests back to back."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    start_line = threading.Barrier(clients)
+
+    def worker(i: int) -> None:
+        client = GradioHTTP(app_url, timeout=max(5.0, deadline - time.perf_counter()))
+        text = " ".join(words(60).split()[i % 30:][:20])  # 20 words, a different window per client
+        try:
+            start_line.wait(timeout=30)
+            for _ in range(per_client):
+                if time.perf_counter() > deadline:
+                    with lock:
+                        errors.append("deadline")
+                    break
+                t0 = time.perf_counter()
+                try:
+                    client.call("visualise", visualise_args(text))
+                except (CallError, OSError, ValueError) as exc:
+                    with lock:
+                        errors.append(f"{type(exc).__name__}: {exc}"[:200])
+                    client.close()
+                    continue
+                with lock:
+                    latencies.append(time.perf_counter() - t0)
+        except threading.BrokenBarrierError:
+            with lock:
+                errors.append("barrier")
+        finally:
+            client.close()
+
+    rss_before = read_status_kb(pid, "VmRSS")
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(1.0, deadline - time.perf_counter() + 30))
+    wall = time.perf_counter() - t0
+    hung = sum(t.is_alive() for t in threads)
+    errors += ["thread still running"] * hung
+    result = stats(latencies) if latencies else {"median_ms": float("nan"), "p95_ms": float("nan"), "n": 0}
+    result.pop("samples_ms", None)
+    return {**result, "clients": clients, "requests_per_client": per_client, "errors": len(errors),
+            "error_examples": sorted(set(errors))[:5], "wall_s": wall,
+            "throughput_rps": len(latencies) / wall if wall > 0 else 0.0,
+            "rss_before_mb": rss_before / 1024, "peak_rss_mb": read_status_kb(pid, "VmHWM") / 1024}
+
+
+def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = print) -> dict:
+    """Start app.py once; cold start first (it is only cold once), then latency, bytes and the load test."""
+    repeats, per_client = (5, 2) if quick else (20, 10)
+    out: dict = {}
+    with app_process(("app.py",)) as app:
+        out["cold_start"] = {"to_http_200_s": app.http_200_s,
+                             "to_first_visualisation_s": first_visualisation(app.url, app.spawned_at)}
+        log(f"  cold start: {out['cold_start']}")
+        out["server"] = {"words": latency(app.url, repeats, deadline=time.perf_counter() + 240)}
+        log("  latency: " + ", ".join(f"{n} words {v['median_ms']:.0f} ms" for n, v in out["server"]["words"].items()))
+        if text_32_tokens:
+            out["payload_sent"] = {"sentence": text_32_tokens, **sent_bytes(app.url, text_32_tokens)}
+        out["load"] = load(app.url, app.proc.pid, clients=30, per_client=per_client,
+                           deadline=time.perf_counter() + (90 if quick else 300))
+        log(f"  load: median {out['load']['median_ms']:.0f} ms, errors {out['load']['errors']}")
+    return out
