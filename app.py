@@ -33,8 +33,9 @@ from viz.heatmaps import detail_figure, overview_figure  # noqa: E402
 try:  # ZeroGPU hardware on Hugging Face Spaces: GPU work must run inside spaces.GPU.
     import spaces
 
-    gpu = spaces.GPU
+    gpu, ZEROGPU = spaces.GPU, True
 except ImportError:
+    ZEROGPU = False
 
     def gpu(fn):
         return fn
@@ -68,6 +69,8 @@ TRANSLATOR = Translator(MODEL_DIR)
 if TRANSLATOR.device.type == "cpu":
     torch.set_num_threads(1)
 CFG = TRANSLATOR.cfg
+# The footnote-4 demo computes with torch where the model runs (on ZeroGPU the GPU exists only inside spaces.GPU).
+TOY_DEVICE = torch.device("cpu") if ZEROGPU else TRANSLATOR.device
 CARD_PATH = MODEL_DIR / "MODEL_CARD.md"
 MODEL_CARD = CARD_PATH.read_text(encoding="utf-8") if CARD_PATH.is_file() else "No model card was shipped."
 
@@ -184,25 +187,25 @@ def factor_for(d_k: int, alpha: float) -> float:
 
 @lru_cache(maxsize=16)
 def _variance(seed: int) -> dict:
-    return toy.dot_product_variance(seed=seed)
+    return toy.dot_product_variance(seed=seed, device=TOY_DEVICE)
 
 
 @lru_cache(maxsize=16)
 def _curves(n_keys: int, seed: int) -> dict:
-    return toy.saturation_curves(n_keys=n_keys, seed=seed)
+    return toy.saturation_curves(n_keys=n_keys, seed=seed, device=TOY_DEVICE)
 
 
 def toy_variance(log2_dk, seed):
     d_k, seed = 2 ** int(log2_dk), int(seed)
     var = _variance(seed)
-    samples = toy.dot_product_samples(d_k, seed=seed)
+    samples = toy.dot_product_samples(d_k, seed=seed, device=TOY_DEVICE)
     text = vs.variance_text(var, d_k) + "\n\n" + vs.histogram_text(samples, d_k)
     return plot(vs.variance_figure(var, d_k), "variance"), plot(vs.histogram_figure(samples, d_k), "histogram"), text
 
 
 def toy_saturation(log2_dk, n_keys, alpha, seed):
     d_k, n_keys, seed = 2 ** int(log2_dk), int(n_keys), int(seed)
-    example = toy.saturation_example(d_k, factor=factor_for(d_k, alpha), n_keys=n_keys, seed=seed)
+    example = toy.saturation_example(d_k, factor=factor_for(d_k, alpha), n_keys=n_keys, seed=seed, device=TOY_DEVICE)
     curves = _curves(n_keys, seed)
     text = vs.weights_text(example) + "\n\n" + vs.curves_text(curves, d_k)
     return plot(vs.weights_figure(example), "softmax_weights"), plot(vs.curves_figure(curves, d_k), "curves"), text
@@ -402,9 +405,10 @@ with gr.Blocks(title="Attention Is All You Need — attention visualiser", analy
     kind.change(render_views, view_inputs, [overview, detail], api_name="render_views")
     layer.change(detail_plot, view_inputs, detail, api_name="render_detail")
     head.change(detail_plot, view_inputs, detail, api_visibility="undocumented")
-    tile_click.input(tile_clicked, tile_click, [layer, head], api_visibility="private")
+    # .change, not .input: Gradio 6 fires .input only on a keypress, never for a value set by attnSend (JS).
+    tile_click.change(tile_clicked, tile_click, [layer, head], api_visibility="private")
     export_btn.click(export_files, result_state, export_out, api_name="export")
-    arch_click.input(architecture_clicked, arch_click, [kind, tabs], api_visibility="private")
+    arch_click.change(architecture_clicked, arch_click, [kind, tabs], api_visibility="private")
     arch_go.click(go_to_heatmaps, [arch_kind, arch_layer], [kind, layer, tabs], api_visibility="private")
 
     var_inputs, sat_inputs = [log2_dk, seed], [log2_dk, n_keys, alpha, seed]

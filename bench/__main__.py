@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
 SECTIONS = ("server", "browser", "payload", "model")  # server also yields load, cold_start and payload_sent
-GOALS = {"ratio_browser": 8.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15}
+GOALS = {"ratio_browser": 8.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
+         "scaling_ms": 200.0}
 
 
 def log(msg: str) -> None:
@@ -105,6 +106,9 @@ def table(r: dict) -> str:
         ok = _ok(s["median_ms"], GOALS["server_20_words_ms"]) if n == "20" else ""
         rows.append((f"Server: /visualise, {n} words (median / p95)",
                      f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms", goal, ok))
+    for name, s in r.get("scaling", {}).items():
+        rows.append((f"Server: /{name} (Why 1/√d_k tab; median / p95)", f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms",
+                     f"≤ {GOALS['scaling_ms']:.0f} ms", _ok(s["median_ms"], GOALS["scaling_ms"])))
     if "payload" in r:
         p = r["payload"]
         rows.append(("Payload: overview figure, 48 heads × 32 tokens", f"{p['overview_bytes'] / 1000:.1f} KB",

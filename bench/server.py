@@ -47,6 +47,28 @@ def latency(app_url: str, repeats: int, deadline: float) -> dict:
     return {str(n): stats(s) for n, s in samples.items()}
 
 
+def scaling_latency(app_url: str, repeats: int) -> dict:
+    """The "Why 1/sqrt(d_k)" tab: each interaction is one of these calls (d_k and the factor vary)."""
+    client = GradioHTTP(app_url)
+    calls = {
+        "scaling_variance": lambda i: [i % 11, 0],  # log2 d_k, seed
+        "scaling_saturation": lambda i: [i % 11, 16, (i % 5) / 4, 0],  # log2 d_k, keys, factor, seed
+        "scaling_live": lambda i: [words(20), (i % 5) / 4, "encoder_self", 1 + i % 6],  # text, factor, kind, layer
+    }
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    try:
+        for name, args in calls.items():
+            client.call(name, args(0))  # warm-up (fills the seed's cached curves)
+        for i in range(repeats):
+            for name, args in calls.items():
+                t0 = time.perf_counter()
+                client.call(name, args(i + 1))
+                samples[name].append(time.perf_counter() - t0)
+    finally:
+        client.close()
+    return {name: stats(s) for name, s in samples.items()}
+
+
 def sent_bytes(app_url: str, text: str) -> dict:
     """What /visualise sends for ``text``: the overview output as JSON, and the whole SSE answer."""
     client = GradioHTTP(app_url)
@@ -122,6 +144,8 @@ def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = pr
         log(f"  cold start: {out['cold_start']}")
         out["server"] = {"words": latency(app.url, repeats, deadline=time.perf_counter() + 240)}
         log("  latency: " + ", ".join(f"{n} words {v['median_ms']:.0f} ms" for n, v in out["server"]["words"].items()))
+        out["scaling"] = scaling_latency(app.url, repeats)
+        log("  scaling tab: " + ", ".join(f"{n} {v['median_ms']:.0f} ms" for n, v in out["scaling"].items()))
         if text_32_tokens:
             out["payload_sent"] = {"sentence": text_32_tokens, **sent_bytes(app.url, text_32_tokens)}
         out["load"] = load(app.url, app.proc.pid, clients=30, per_client=per_client,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("meta", "browser", "server", "payload", "model", "load", "cold_start")
+SECTIONS = ("meta", "browser", "server", "scaling", "payload", "model", "load", "cold_start")
 MAY_BE_ZERO = {"errors", "offsite_requests"}  # counts that must be 0, checked on their own
 
 
@@ -40,6 +40,7 @@ def test_quick_bench_writes_sane_json(tmp_path):
     assert not bad, f"not positive and finite: {bad}"
 
     assert set(results["server"]["words"]) == {"5", "20", "60"}
+    assert set(results["scaling"]) == {"scaling_variance", "scaling_saturation", "scaling_live"}
     assert {row["src_tokens"] for row in results["model"]["rows"]} >= {20, 60}
     assert results["load"]["errors"] == 0, results["load"]["error_examples"]
     assert results["load"]["n"] == results["load"]["clients"] * results["load"]["requests_per_client"]

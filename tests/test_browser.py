@@ -1,0 +1,292 @@
+"""The app in a real browser: Debian's Chromium driven by Playwright (never `playwright install`).
+
+One `python app.py` on a free loopback port and one browser for the module; a fresh page per test. Every
+test also fails on a console error, an uncaught page error, a JavaScript dialog, or any request that leaves
+loopback (the page must work offline). Full-page screenshots of every tab land in `screenshots/` (ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+from browser_util import CHROMIUM, CHROMIUM_ARGS, ROOT, is_loopback, running_app
+from playwright.sync_api import Browser, Page, sync_playwright
+
+SHOTS = ROOT / "screenshots"
+TIMEOUT_MS = 90_000  # generous: the machine may be busy training
+PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
+
+# JavaScript helpers (run in the page)
+GD = "(id) => document.querySelector(`#${id} .js-plotly-plot`)"
+HAS_HEATMAP = f"(id) => {{ const gd = ({GD})(id); return !!(gd && gd.data?.some(t => t.type === 'heatmap')); }}"
+TITLE = f"(id) => {{ const gd = ({GD})(id); return gd && gd.layout && gd.layout.title ? gd.layout.title.text : ''; }}"
+VALUE = "(id) => { const e = document.querySelector(`#${id} textarea, #${id} input`); return e ? e.value : null; }"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with running_app() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Watch:
+    """What a page did that it never should: console errors, page errors, dialogs, requests off loopback."""
+
+    def __init__(self, page: Page):
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("request", lambda r: None if is_loopback(r.url) else self.outside.append(r.url))
+        page.on("dialog", self._dialog)
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    watch = Watch(page)
+    yield page
+    context.close()
+    assert watch.errors == [], watch.errors
+    assert watch.outside == [], watch.outside
+    assert watch.dialogs == [], watch.dialogs
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def open_app(page: Page, url: str) -> None:
+    """Load the page and wait for the example sentence to be drawn (demo.load runs the model once)."""
+    page.goto(url)
+    for plot_id in ("overview", "detail"):
+        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
+    page.wait_for_function(f"() => !!({VALUE})('translation')")
+
+
+def value(page: Page, elem_id: str) -> str:
+    return page.evaluate(VALUE, elem_id)
+
+
+def title(page: Page, plot_id: str) -> str:
+    return page.evaluate(TITLE, plot_id)
+
+
+def overview_info(page: Page) -> dict:
+    """Tile labels and the token rows/columns of the overview heatmap as plotly holds them."""
+    return page.evaluate(
+        f"""() => {{
+            const gd = ({GD})('overview'), t = gd.data.find(t => t.type === 'heatmap');
+            return {{
+                annotations: gd.layout.annotations.map(a => a.text),
+                x: Array.from(t.x), y: Array.from(t.y),
+            }};
+        }}"""
+    )
+
+
+def source_tokens(page: Page) -> int:
+    """The number of source tokens the status line reports."""
+    status = page.inner_text("#status")
+    match = re.search(r"(\d+) source tokens", status)
+    assert match, status
+    return int(match.group(1))
+
+
+def tick_labels(page: Page, plot_id: str) -> list[str]:
+    """The tick labels as the browser drew them (SVG text, entities decoded)."""
+    selector = f"#{plot_id} .xtick text, #{plot_id} .ytick text"
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
+
+
+def select_tab(page: Page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+    page.wait_for_function(
+        "(name) => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === name"
+        " && t.getAttribute('aria-selected') === 'true')",
+        arg=name,
+    )
+
+
+def screenshot(page: Page, name: str) -> None:
+    SHOTS.mkdir(exist_ok=True)
+    # fonts loaded and two frames drawn (Gradio keeps a connection open, so "networkidle" never comes)
+    page.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => "
+                  "requestAnimationFrame(r))))")
+    page.screenshot(path=str(SHOTS / f"tab-{name}.png"), full_page=True)
+
+
+def assert_not_injected(page: Page) -> None:
+    """The payload stayed text: nothing ran, and no element of it reached the DOM."""
+    found = page.evaluate(
+        """() => ({
+            xss: typeof window.__xss,
+            img: document.querySelectorAll('img[src="x"], img[onerror]').length,
+            script: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
+            bold: [...document.querySelectorAll('b')].filter(b => b.textContent === 'bold').length,
+        })"""
+    )
+    assert found == {"xss": "undefined", "img": 0, "script": 0, "bold": 0}, found
+
+
+# ------------------------------------------------------------------------------------------------ tests
+def test_opens_with_the_example_drawn(page: Page, server: str):
+    open_app(page, server)
+    assert value(page, "source") == "Two dogs are running through the snow."
+    assert value(page, "translation").strip()
+    assert "Model on" in page.inner_text("#status")
+    info = overview_info(page)
+    assert sorted(info["annotations"]) == sorted(f"L{l_} H{h}" for l_ in range(1, 7) for h in range(1, 9))
+    assert title(page, "detail").startswith("Encoder self-attention · layer 1")
+    # drawn, not just data: the SVG heatmap images exist
+    assert page.locator("#overview .js-plotly-plot .hm image").count() >= 1
+    assert page.locator("#detail .js-plotly-plot .hm image").count() >= 1
+    screenshot(page, "attention")
+
+
+def test_a_new_sentence_gives_a_new_translation_and_48_tiles(page: Page, server: str):
+    open_app(page, server)
+    before = value(page, "translation")
+    page.fill("#source textarea", "A little girl in a pink dress is climbing a wooden fence.")
+    page.click("#run")
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
+    # the overview now labels its rows with the new sentence's tokens
+    page.wait_for_function(
+        f"() => {{ const gd = ({GD})('overview'); return gd && gd.data[0].y.some(l => /girl/.test(l)); }}"
+    )
+    n_src = source_tokens(page)
+    info = overview_info(page)
+    assert len(info["annotations"]) == 48 and len(set(info["annotations"])) == 48
+    for layer in range(1, 7):
+        assert sum(label.startswith(f"L{layer} query ") for label in info["y"]) == n_src
+    for head in range(1, 9):
+        assert sum(label.startswith(f"H{head} key ") for label in info["x"]) == n_src
+    # the z matrix as plotly drew it (calcdata: after decoding the base64 typed array)
+    shape = page.evaluate(f"() => {{ const z = ({GD})('detail').calcdata[0][0].z; return [z.length, z[0].length]; }}")
+    assert shape == [n_src, n_src]
+
+
+def test_layer_slider_and_tile_click_change_the_detail(page: Page, server: str):
+    open_app(page, server)
+    assert "layer 1 · mean of 8 heads" in title(page, "detail")
+    number = page.locator("#layer input[type=number]")
+    number.fill("4")
+    number.press("Enter")
+    page.wait_for_function(f"() => ({TITLE})('detail').includes('layer 4 · mean of 8 heads')")
+
+    # A real mouse click on the middle of tile L3 H5 (plotly_click -> #tile-click -> layer and head).
+    page.locator("#overview").scroll_into_view_if_needed()
+    x, y = page.evaluate(
+        f"""() => {{
+            const gd = ({GD})('overview'), t = gd.data[0], fl = gd._fullLayout;
+            const cols = t.x.map((l, i) => [l, i]).filter(([l]) => l.startsWith('H5 key ')).map(([, i]) => i);
+            const rows = t.y.map((l, i) => [l, i]).filter(([l]) => l.startsWith('L3 query ')).map(([, i]) => i);
+            const xi = cols[Math.floor(cols.length / 2)], yi = rows[Math.floor(rows.length / 2)];
+            const box = gd.getBoundingClientRect();
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(xi), box.top + fl.yaxis._offset + fl.yaxis.l2p(yi)];
+        }}"""
+    )
+    page.mouse.click(x, y)
+    page.wait_for_function(f"() => ({TITLE})('detail').includes('layer 3 · head 5')")
+    assert page.locator("#layer input[type=number]").input_value() == "3"
+    assert page.locator("#head input[value='5']").is_checked()
+
+
+def test_every_tab_renders(page: Page, server: str):
+    open_app(page, server)
+
+    select_tab(page, "Why 1/√d_k")
+    for plot_id in ("variance", "histogram", "softmax-weights", "curves"):
+        page.wait_for_selector(f"#{plot_id} .js-plotly-plot .main-svg")
+    page.click("#live-run")
+    for plot_id in ("live-normal", "live-changed"):
+        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
+    page.wait_for_selector("#live-entropy .js-plotly-plot .main-svg")
+    page.wait_for_function("() => document.querySelector('#live-summary').textContent.includes('Translation with')")
+    screenshot(page, "scaling")
+
+    select_tab(page, "Architecture")
+    page.wait_for_selector("#figure1 svg [data-attention='cross']")
+    page.wait_for_selector("#figure2 svg")
+    screenshot(page, "architecture")
+
+    select_tab(page, "Model card")
+    page.get_by_text("Model running on").wait_for()
+    screenshot(page, "model-card")
+
+
+def test_architecture_in_dark_mode_and_a_click_on_an_attention_block(page: Page, server: str):
+    open_app(page, server + "?__theme=dark")
+    assert page.evaluate("() => document.body.classList.contains('dark')")
+    select_tab(page, "Architecture")
+    block = page.locator("#figure1 svg [data-attention='cross']").first
+    block.wait_for()
+    screenshot(page, "architecture-dark")
+
+    block.click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Attention'"
+        " && t.getAttribute('aria-selected') === 'true')"
+    )
+    page.wait_for_function("() => document.querySelector('#kind input[value=cross]')?.checked")
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention')")
+
+
+def test_html_and_script_in_every_text_input_stay_text(page: Page, server: str):
+    open_app(page, server)
+    page.fill("#source textarea", f"A dog {PAYLOAD} runs.")
+    page.fill("#target textarea", f"Ein Hund {PAYLOAD}")
+    page.click("#run")
+    page.wait_for_function("() => document.querySelector('#status').textContent.includes('teacher forcing')")
+    page.wait_for_function(f"() => ({VALUE})('translation').includes('img src=x onerror')")
+    assert value(page, "source") == f"A dog {PAYLOAD} runs."  # still the raw text, in the textarea
+    assert_not_injected(page)
+    # '<' and '>' are <unk> for this tokenizer, '"' is a piece of its own: both drawn as literal text
+    labels = tick_labels(page, "detail")
+    assert "<unk>" in labels and '·"' in labels, labels
+
+    select_tab(page, "Why 1/√d_k")
+    box = page.get_by_role("textbox", name="English sentence").locator("visible=true")
+    box.fill(f"A dog {PAYLOAD} runs.")
+    page.click("#live-run")
+    page.wait_for_function(
+        f"() => ({GD})('live-changed') && ({GD})('live-changed').layout.yaxis.ticktext.length > 20"
+        " && document.querySelector('#live-summary').textContent.includes('Translation with')"
+    )
+    assert_not_injected(page)
+    assert "<unk>" in tick_labels(page, "live-changed")
+
+
+def test_export_lists_npz_and_json(page: Page, server: str):
+    open_app(page, server)
+    page.get_by_role("button", name="Export").click()
+    page.click("#export")
+    links = page.locator("#export-files a[download]")
+    page.wait_for_function("() => document.querySelectorAll('#export-files a[download]').length === 2")
+    names = sorted(links.nth(i).get_attribute("download") or links.nth(i).inner_text() for i in range(2))
+    assert names == ["attention.json", "attention.npz"], names
+    for i in range(2):
+        with page.expect_download() as info:
+            links.nth(i).click()
+        download = info.value
+        assert download.suggested_filename in names
+        data = download.path().read_bytes()
+        if download.suggested_filename.endswith(".npz"):
+            assert data[:2] == b"PK"  # a zip archive
+        else:
+            assert json.loads(data)["shapes"]["encoder_self"][:2] == [6, 8]
