@@ -300,12 +300,17 @@ JS = """
 }
 """
 ARCH_JS = """
-element.addEventListener('click', (ev) => {
+const open = (ev) => {
   const block = ev.target.closest('[data-attention]');
   if (block && window.attnSend) window.attnSend('arch-click', `${block.dataset.attention}|${Date.now()}`);
+};
+element.addEventListener('click', open);
+element.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(ev); }
 });
 """
 CSS = """
+h1, h2, h3 { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
 #overview, #detail { min-height: 200px; }
 .tf-block[data-attention] { cursor: pointer; }
 """

@@ -119,7 +119,8 @@ TEMPLATE = go.layout.Template(layout=dict(
     xaxis=_AXIS,
     yaxis=_AXIS,
     # The legend sits in the top margin of the whole figure, above any subplot titles.
-    legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0.995, yanchor="top", bgcolor=TRANSPARENT),
+    # (right-aligned: Gradio's plot label badge covers the top-left corner)
+    legend=dict(orientation="h", x=1, xanchor="right", yref="container", y=0.995, yanchor="top", bgcolor=TRANSPARENT),
     hoverlabel=dict(font=dict(size=FONT_SIZE)),
 ))
 
@@ -244,7 +245,7 @@ def weights_figure(example: dict) -> go.Figure:
     fig.update_layout(bargap=0.15, showlegend=False)
     fig.update_yaxes(range=[0, 1.02], dtick=0.25)
     fig.update_yaxes(title=dict(text="softmax weight"), row=1, col=1)
-    fig.update_xaxes(title=dict(text=f"key (one of {n} random keys, d_k = {d_k})"), tickangle=0, type="category")
+    fig.update_xaxes(title=dict(text=f"key (of {n}, d_k = {d_k})"), tickangle=0, type="category")
     return _style(fig, 460, top=100)
 
 
@@ -306,7 +307,7 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
         fig.update_layout(shapes=_vline(d_k, 4))
     fig.update_yaxes(rangemode="tozero", row=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    fig.update_xaxes(**_log2_axis(d, every=2))
+    fig.update_xaxes(**_log2_axis(d, every=3))
     fig.update_xaxes(title=dict(text="d_k"), row=2)
     return _style(fig, 660, top=100)
 
