@@ -5,10 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
@@ -36,35 +32,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app(env: dict[str, str] | None = None, timeout: float = 90.0) -> Iterator[str]:
-    """`python app.py` on a free loopback port; yields its URL, stops it afterwards."""
-    port = free_port()
-    full_env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "PYTHONUNBUFFERED": "1", **(env or {})}
-    full_env.pop("GRADIO_SERVER_NAME", None)
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app.py exited with {proc.returncode}:\n{proc.stdout.read()}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"app.py did not answer on {url} within {timeout} s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+def running_app(timeout: float = 120.0) -> Iterator[str]:
+    """`python app.py` on a free loopback port; yields its URL, stops it afterwards (bench.common.app_process)."""
+    from bench.common import app_process  # bench imports this module for the flags: import late
+
+    with app_process(("app.py",), timeout=timeout) as app:
+        yield app.url
 
 
 def is_loopback(url: str) -> bool:
