@@ -79,6 +79,8 @@ MODEL_CARD = CARD_PATH.read_text(encoding="utf-8") if CARD_PATH.is_file() else "
 def plot(fig, filename: str) -> PlotData:
     """A plotly figure for gr.Plot, with a config: the camera button downloads a PNG named after the view."""
     data = json.loads(fig.to_json())
+    if not (data["layout"].get("title") or {}).get("text"):
+        data["layout"].pop("title", None)  # Gradio reserves 100 px of top margin for any layout title
     data["config"] = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
     return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))
 
