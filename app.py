@@ -81,6 +81,8 @@ def plot(fig, filename: str) -> PlotData:
     data = json.loads(fig.to_json())
     if not (data["layout"].get("title") or {}).get("text"):
         data["layout"].pop("title", None)  # Gradio reserves 100 px of top margin for any layout title
+        margin = data["layout"].setdefault("margin", {})
+        margin["t"] = max(margin.get("t", 0), 30)  # clear of Gradio's label badge
     data["config"] = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
     return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))
 
