@@ -290,3 +290,15 @@ def test_export_lists_npz_and_json(page: Page, server: str):
             assert data[:2] == b"PK"  # a zip archive
         else:
             assert json.loads(data)["shapes"]["encoder_self"][:2] == [6, 8]
+
+
+def test_figures_download_as_png_and_svg(page: Page, server: str):
+    """The Export buttons save the drawn figures client-side through plotly (no server round trip)."""
+    open_app(page, server)
+    page.get_by_role("button", name="Export").click()
+    for button, name, magic in (("Overview as PNG", "encoder_self_all_heads.png", b"\x89PNG"),
+                                ("Detail as SVG", "encoder_self_layer1_mean.svg", b"<svg")):
+        with page.expect_download() as info:
+            page.get_by_role("button", name=button).click()
+        assert info.value.suggested_filename == name
+        assert info.value.path().read_bytes().startswith(magic)
