@@ -215,12 +215,18 @@ def toy_saturation(log2_dk, n_keys, alpha, seed):
     return plot(vs.weights_figure(example), "softmax_weights"), plot(vs.curves_figure(curves, d_k), "curves"), text
 
 
+@lru_cache(maxsize=64)
+def trained_attention(text: str) -> AttentionResult:
+    """The model as trained, per sentence: moving the factor slider re-runs only the changed model."""
+    return compute(text)
+
+
 def live_scaling(text: str, alpha, kind: str, layer):
     """The trained model with 1/sqrt(d_k) replaced: heatmaps, per-head entropy and its own translation."""
     kind, layer, _ = check_view(kind, layer, 0)
     factor = factor_for(CFG.d_k, alpha)
     try:
-        normal = compute(text)
+        normal = trained_attention(text)
         # The same target for both, so the maps line up; then the changed model's own translation.
         forced = compute(text, normal.translation or None, scale=factor)
         changed_translation = compute(text, scale=factor).translation
