@@ -101,18 +101,23 @@ def check_view(kind: str, layer, head) -> tuple[str, int, int]:
     return kind, layer, head
 
 
+def detail_fig(result: AttentionResult, kind: str, layer: int, head: int, prefix: str, filename: str):
+    """One head (or the mean of a layer's heads, head 0) up close, tokens on the axes by position."""
+    maps = result.maps(kind)[layer - 1]  # (H, Q, K)
+    weights = maps.mean(axis=0) if head == MEAN else maps[head - 1]
+    which = f"mean of {CFG.n_heads} heads" if head == MEAN else f"head {head}"
+    q_label, k_label = AXIS_LABELS[kind]
+    fig = detail_figure(weights, *result.tokens(kind), f"{prefix} · layer {layer} · {which}",
+                        query_label=q_label, key_label=k_label)
+    return plot(fig, filename)
+
+
 def detail_plot(result: AttentionResult | None, kind: str, layer, head):
     if result is None:
         return None
     kind, layer, head = check_view(kind, layer, head)
-    maps = result.maps(kind)[layer - 1]  # (H, Q, K)
-    weights = maps.mean(axis=0) if head == MEAN else maps[head - 1]
-    which = f"mean of {CFG.n_heads} heads" if head == MEAN else f"head {head}"
-    q_tokens, k_tokens = result.tokens(kind)
-    q_label, k_label = AXIS_LABELS[kind]
-    fig = detail_figure(weights, q_tokens, k_tokens, f"{KIND_LABELS[kind]} · layer {layer} · {which}",
-                        query_label=q_label, key_label=k_label)
-    return plot(fig, f"{kind}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}")
+    return detail_fig(result, kind, layer, head, KIND_LABELS[kind],
+                      f"{kind}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}")
 
 
 def overview_plot(result: AttentionResult | None, kind: str):
@@ -233,14 +238,8 @@ def live_scaling(text: str, alpha, kind: str, layer):
     except ValueError as exc:
         raise gr.Error(str(exc)) from None
     label = f"× {factor:.3g}" + (" (the paper's 1/√d_k)" if alpha == 0 else " (no scaling)" if alpha == 1 else "")
-    figs = []
-    for result, name in ((normal, f"trained: × 1/√{CFG.d_k} = {CFG.scale:.3g}"), (forced, f"changed: {label}")):
-        weights = result.maps(kind)[layer - 1].mean(axis=0)
-        q_tokens, k_tokens = result.tokens(kind)
-        q_label, k_label = AXIS_LABELS[kind]
-        fig = detail_figure(weights, q_tokens, k_tokens, f"{name} · layer {layer} · mean of heads",
-                            query_label=q_label, key_label=k_label)
-        figs.append(plot(fig, f"scale_{name.split(':')[0]}"))
+    figs = [detail_fig(normal, kind, layer, MEAN, f"trained: × 1/√{CFG.d_k} = {CFG.scale:.3g}", "scale_trained"),
+            detail_fig(forced, kind, layer, MEAN, f"changed: {label}", "scale_changed")]
     ent_normal = toy.attention_entropy(normal.maps(kind))
     ent_changed = toy.attention_entropy(forced.maps(kind))
     labels = (f"× 1/√d_k = {CFG.scale:.3g}", label)
