@@ -28,7 +28,8 @@ from model import scaling as toy  # noqa: E402
 from model.inference import ASSETS, KINDS, AttentionResult, Translator  # noqa: E402
 from viz import scaling as vs  # noqa: E402
 from viz.architecture import figure1_svg, figure2_svg  # noqa: E402
-from viz.heatmaps import detail_figure, overview_figure  # noqa: E402
+from viz.encode import plotly_dict  # noqa: E402
+from viz.heatmaps import detail_spec, overview_spec  # noqa: E402
 
 try:  # ZeroGPU hardware on Hugging Face Spaces: GPU work must run inside spaces.GPU.
     import spaces
@@ -77,8 +78,9 @@ MODEL_CARD = CARD_PATH.read_text(encoding="utf-8") if CARD_PATH.is_file() else "
 
 # --------------------------------------------------------------------------------------------- pure functions
 def plot(fig, filename: str) -> PlotData:
-    """A plotly figure for gr.Plot, with a config: the camera button downloads a PNG named after the view."""
-    data = json.loads(fig.to_json())
+    """A plotly figure (or a figure spec dict) for gr.Plot, with a config: the camera button downloads a
+    PNG named after the view. Heatmaps come as specs: no `go.Figure` validation on the hot path."""
+    data = plotly_dict(fig) if isinstance(fig, dict) else json.loads(fig.to_json())
     if not (data["layout"].get("title") or {}).get("text"):
         data["layout"].pop("title", None)  # Gradio reserves 100 px of top margin for any layout title
         margin = data["layout"].setdefault("margin", {})
@@ -107,7 +109,7 @@ def detail_fig(result: AttentionResult, kind: str, layer: int, head: int, prefix
     weights = maps.mean(axis=0) if head == MEAN else maps[head - 1]
     which = f"mean of {CFG.n_heads} heads" if head == MEAN else f"head {head}"
     q_label, k_label = AXIS_LABELS[kind]
-    fig = detail_figure(weights, *result.tokens(kind), f"{prefix} · layer {layer} · {which}",
+    fig = detail_spec(weights, *result.tokens(kind), f"{prefix} · layer {layer} · {which}",
                         query_label=q_label, key_label=k_label)
     return plot(fig, filename)
 
@@ -124,7 +126,7 @@ def overview_plot(result: AttentionResult | None, kind: str):
     if result is None:
         return None
     q_tokens, k_tokens = result.tokens(kind)
-    return plot(overview_figure(result.maps(kind), q_tokens, k_tokens), f"{kind}_all_heads")
+    return plot(overview_spec(result.maps(kind), q_tokens, k_tokens), f"{kind}_all_heads")
 
 
 def status_text(result: AttentionResult) -> str:
@@ -146,9 +148,16 @@ def visualise(text: str, target: str, kind: str, layer, head):
         raise gr.Error(str(exc)) from None
     for warning in result.warnings:
         gr.Warning(warning)
-    svg = figure1_svg(CFG, len(result.source_tokens), len(result.target_tokens))
     views = overview_plot(result, kind), detail_plot(result, kind, layer, head)
-    return result.translation, status_text(result), *views, result, svg
+    return result.translation, status_text(result), *views, result
+
+
+def architecture_svg(result: AttentionResult | None) -> str:
+    """Figure 1 with the shapes of the session's sentence; drawn when the Architecture tab opens, so that
+    the ~20 KB of SVG does not travel with every visualisation."""
+    if result is None:
+        return figure1_svg(CFG)
+    return figure1_svg(CFG, len(result.source_tokens), len(result.target_tokens))
 
 
 def render_views(result: AttentionResult | None, kind: str, layer, head):
@@ -395,7 +404,7 @@ with gr.Blocks(title="Attention Is All You Need — attention visualiser", analy
             live_entropy = gr.Plot(label="Mean attention entropy per head", elem_id="live-entropy")
             live_summary = gr.Markdown(elem_id="live-summary")
 
-        with gr.Tab("Architecture", id="architecture"):
+        with gr.Tab("Architecture", id="architecture") as arch_tab:
             gr.Markdown("Figure 1 and Figure 2 of the paper, drawn from the running model's configuration. Hover a "
                         "block for its size; click an attention block to see its heatmaps.")
             arch_svg = gr.HTML(figure1_svg(CFG), js_on_load=ARCH_JS, elem_id="figure1")
@@ -411,7 +420,7 @@ with gr.Blocks(title="Attention Is All You Need — attention visualiser", analy
 
     # ------------------------------------------------------------------------------------------------ wiring
     view_inputs = [result_state, kind, layer, head]
-    run_outputs = [translation, status, overview, detail, result_state, arch_svg]
+    run_outputs = [translation, status, overview, detail, result_state]
     run_btn.click(visualise, [source, target, kind, layer, head], run_outputs, api_name="visualise")
     source.submit(visualise, [source, target, kind, layer, head], run_outputs, api_visibility="undocumented")
     target.submit(visualise, [source, target, kind, layer, head], run_outputs, api_visibility="undocumented")
@@ -422,6 +431,7 @@ with gr.Blocks(title="Attention Is All You Need — attention visualiser", analy
     # .change, not .input: Gradio 6 fires .input only on a keypress, never for a value set by attnSend (JS).
     tile_click.change(tile_clicked, tile_click, [layer, head], api_visibility="private")
     export_btn.click(export_files, result_state, export_out, api_name="export")
+    arch_tab.select(architecture_svg, result_state, arch_svg, api_name="figure1", api_visibility="undocumented")
     arch_click.change(architecture_clicked, arch_click, [kind, tabs], api_visibility="private")
     arch_go.click(go_to_heatmaps, [arch_kind, arch_layer], [kind, layer, tabs], api_visibility="private")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from bench.common import CallError, GradioHTTP, app_process, read_status_kb, stats, visualise_args, words
 
 WORD_COUNTS = (5, 20, 60)
-OVERVIEW_OUTPUT = 2  # /visualise outputs: translation, status, overview, detail, (state), figure-1 svg
+OVERVIEW_OUTPUT = 2  # /visualise outputs: translation, status, overview, detail, (state)
 
 
 def first_visualisation(app_url: str, spawned_at: float) -> float:

@@ -37,6 +37,8 @@ def greedy_decode(
     b = src.size(0)
     max_len = max_len or max_output_length(src.size(1), model)
     memory, src_mask = model.encode(src, scale, maps)
+    if bool(src_mask.all()):  # no padding (one sentence): skip the cross-attention masking at every step
+        src_mask = None
     state = model.new_state()
     token = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(b, dtype=torch.bool, device=src.device)

@@ -123,6 +123,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="run folder (checkpoints, log.json)")
     p.add_argument("--preset", default="multi30k_small", choices=sorted(PRESETS))
     p.add_argument("--vocab-size", type=int, help="override the preset's vocabulary size")
+    p.add_argument("--d-model", type=int, help="override the preset's d_model")
+    p.add_argument("--d-ff", type=int, help="override the preset's d_ff")
+    p.add_argument("--dropout", type=float, help="override the preset's P_drop")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--max-steps", type=int, help="stop (with a checkpoint) after this many updates")
@@ -154,8 +157,8 @@ def main(argv=None) -> int:
         tok = Tokenizer(out / TOKENIZER_FILE)
     else:
         cfg = PRESETS[args.preset]
-        if args.vocab_size:
-            cfg = cfg.with_(vocab_size=args.vocab_size)
+        overrides = {"vocab_size": args.vocab_size, "d_model": args.d_model, "d_ff": args.d_ff, "dropout": args.dropout}
+        cfg = cfg.with_(**{k: v for k, v in overrides.items() if v is not None})
         out.mkdir(parents=True, exist_ok=True)
         # The vocabulary comes from the training split only.
         tok = train_tokenizer(src_train + tgt_train, out / TOKENIZER_FILE, cfg.vocab_size)

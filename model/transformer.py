@@ -131,7 +131,9 @@ class SublayerConnection(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer_out: Tensor) -> Tensor:
-        return self.norm(x + self.dropout(sublayer_out))
+        if self.training:  # (an eval-mode Dropout is the identity; skipping the call saves time per decode step)
+            sublayer_out = self.dropout(sublayer_out)
+        return self.norm(x + sublayer_out)
 
 
 class EncoderLayer(nn.Module):
@@ -142,9 +144,10 @@ class EncoderLayer(nn.Module):
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(2)])
 
     def forward(self, x: Tensor, src_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+        attn_sub, ff_sub = self.sublayer  # (unpacking is cheaper than ModuleList indexing)
         attn_out, weights = self.self_attn(x, x, src_mask, scale)
-        x = self.sublayer[0](x, attn_out)
-        return self.sublayer[1](x, self.feed_forward(x)), weights
+        x = attn_sub(x, attn_out)
+        return ff_sub(x, self.feed_forward(x)), weights
 
 
 class DecoderLayer(nn.Module):
@@ -156,7 +159,13 @@ class DecoderLayer(nn.Module):
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
 
     def forward(
-        self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor | None, scale: float, cache: KVCache | None
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt_mask: Tensor | None,
+        scale: float,
+        cache: KVCache | None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         k, v = self.self_attn.project_kv(x)  # (B, H, t_new, d_k)
         if cache is not None:
@@ -168,11 +177,12 @@ class DecoderLayer(nn.Module):
             ck, cv = cache.cross_k, cache.cross_v
         else:
             ck, cv = self.src_attn.project_kv(memory)
+        self_sub, cross_sub, ff_sub = self.sublayer
         attn_out, self_w = self.self_attn.attend(x, k, v, tgt_mask, scale)
-        x = self.sublayer[0](x, attn_out)
+        x = self_sub(x, attn_out)
         attn_out, cross_w = self.src_attn.attend(x, ck, cv, src_mask, scale)
-        x = self.sublayer[1](x, attn_out)
-        return self.sublayer[2](x, self.feed_forward(x)), self_w, cross_w
+        x = cross_sub(x, attn_out)
+        return ff_sub(x, self.feed_forward(x)), self_w, cross_w
 
 
 class PositionalEncoding(nn.Module):
@@ -192,7 +202,8 @@ class PositionalEncoding(nn.Module):
         length = x.size(1)
         if start + length > self.pe.size(0):
             raise ValueError(f"sequence of {start + length} positions exceeds max_len={self.pe.size(0)}")
-        return self.dropout(x + self.pe[start : start + length].to(x.dtype))
+        x = x + self.pe[start : start + length].to(x.dtype)
+        return self.dropout(x) if self.training else x
 
 
 class Encoder(nn.Module):
@@ -217,7 +228,7 @@ class Decoder(nn.Module):
         self,
         x: Tensor,
         memory: Tensor,
-        src_mask: Tensor,
+        src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         scale: float,
         state: DecoderState | None,
@@ -273,7 +284,7 @@ class EncoderDecoder(nn.Module):
         self,
         tgt_in: Tensor,
         memory: Tensor,
-        src_mask: Tensor,
+        src_mask: Tensor | None,
         scale: float | None = None,
         state: DecoderState | None = None,
         maps: AttentionMaps | None = None,

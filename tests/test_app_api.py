@@ -121,7 +121,7 @@ def entropy(weights: np.ndarray) -> float:
 # -------------------------------------------------------------------------------------------------- tests
 def test_visualise_and_the_views_that_reuse_its_maps(app_module):
     c = new_client(app_module)
-    translation, status, overview, detail, svg = c.predict(SENTENCE, "", "encoder_self", 1, 0, api_name="/visualise")
+    translation, status, overview, detail = c.predict(SENTENCE, "", "encoder_self", 1, 0, api_name="/visualise")
     assert isinstance(translation, str) and translation.strip()
     assert app_module.TRANSLATOR.device_label in status and ("CPU" in status or "GPU" in status)
     # the status counts the tokens: the plots must match them
@@ -131,8 +131,11 @@ def test_visualise_and_the_views_that_reuse_its_maps(app_module):
     check_overview(overview, n_src, n_src)
     fig, _ = check_detail(detail, n_src, n_src)
     assert "layer 1" in fig["layout"]["title"]["text"] and "mean of 8 heads" in fig["layout"]["title"]["text"]
+    # Opening the Architecture tab draws Figure 1 with this session's shapes.
+    svg = c.predict(api_name="/figure1")
     assert svg.lstrip().startswith("<svg")
-    assert svg == app_module.figure1_svg(app_module.CFG, n_src, n_tgt)  # Figure 1 with this sentence's shapes
+    assert svg == app_module.figure1_svg(app_module.CFG, n_src, n_tgt)
+    assert new_client(app_module).predict(api_name="/figure1") == app_module.figure1_svg(app_module.CFG)  # none yet
 
     # The same session's cached maps: other kinds, another layer and head, without running the model.
     overview, detail = c.predict("cross", 3, 2, api_name="/render_views")
@@ -156,7 +159,7 @@ def test_visualise_and_the_views_that_reuse_its_maps(app_module):
 
 
 def test_teacher_forcing_through_visualise(client):
-    translation, status, _, detail, _ = client.predict(
+    translation, status, _, detail = client.predict(
         "Two dogs are running through the snow.", "Zwei Hunde laufen durch den Schnee.", "cross", 6, 8,
         api_name="/visualise")
     assert translation == "Zwei Hunde laufen durch den Schnee."

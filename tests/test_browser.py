@@ -179,6 +179,11 @@ def test_a_new_sentence_gives_a_new_translation_and_48_tiles(page: Page, server:
     # the z matrix as plotly drew it (calcdata: after decoding the base64 typed array)
     shape = page.evaluate(f"() => {{ const z = ({GD})('detail').calcdata[0][0].z; return [z.length, z[0].length]; }}")
     assert shape == [n_src, n_src]
+    # Figure 1 is drawn when its tab opens, with this sentence's shapes
+    select_tab(page, "Architecture")
+    page.wait_for_function(
+        "(n) => document.querySelector('#figure1 svg')?.textContent.includes(`(1, ${n}) token ids`)", arg=n_src
+    )
 
 
 def test_layer_slider_and_tile_click_change_the_detail(page: Page, server: str):

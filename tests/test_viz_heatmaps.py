@@ -1,12 +1,22 @@
-"""viz.heatmaps: shapes, labels, escaping, payload size and the shape contract. numpy only, no torch."""
+"""viz.heatmaps and viz.encode: shapes, labels, escaping, payload size and the shape contract. numpy only, no torch."""
 
+import base64
 import json
 import re
 
 import numpy as np
 import pytest
 
-from viz.heatmaps import COLORSCALE, check_attention, detail_figure, escape_token, overview_figure
+from viz.encode import plotly_dict, plotly_json, typed_array
+from viz.heatmaps import (
+    COLORSCALE,
+    check_attention,
+    detail_figure,
+    detail_spec,
+    escape_token,
+    overview_figure,
+    overview_spec,
+)
 
 
 def attention(*shape: int, seed: int = 0) -> np.ndarray:
@@ -312,3 +322,41 @@ def test_layout_is_theme_neutral():
         for axis in (fig.layout.xaxis, fig.layout.yaxis):
             assert axis.showgrid is False and axis.zeroline is False
         assert fig.layout.height and fig.layout.width is None  # fixed height, responsive width
+
+
+# ---------------------------------------------------------------- specs and their JSON (the app's fast path)
+@pytest.mark.parametrize("n_q, n_k", [(3, 5), (20, 22)])
+def test_specs_serialise_exactly_like_the_validated_figures(n_q, n_k):
+    w = attention(6, 8, n_q, n_k)
+    q, k = realistic_tokens(n_q), realistic_tokens(n_k)
+    q[0] = "<b>&$"  # escaping happens in the spec, so both paths carry it
+    assert plotly_dict(overview_spec(w, q, k, "t")) == json.loads(overview_figure(w, q, k, "t").to_json())
+    labels = dict(query_label="target", key_label="source")
+    got = plotly_dict(detail_spec(w[2, 3], q, k, "d", **labels))
+    assert got == json.loads(detail_figure(w[2, 3], q, k, "d", **labels).to_json())
+    assert got["data"][0]["z"]["dtype"] == "f4"  # float32 weights stay float32
+
+
+def test_typed_array_round_trips_and_narrows_integers_like_plotly():
+    for arr, code in [
+        (np.arange(5), "i1"),
+        (np.array([0, 40_000]), "i4"),
+        (np.array([-1, 300]), "i2"),
+        (np.array([1, 2], dtype=np.uint64), "u1"),
+        (np.arange(6, dtype=np.uint8).reshape(2, 3), "u1"),
+        (np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4), "f4"),
+        (np.array([0.5, 0.25]), "f8"),
+    ]:
+        spec = typed_array(arr)
+        assert spec["dtype"] == code
+        back = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.dtype(code).newbyteorder("<"))
+        if arr.ndim > 1:
+            assert spec["shape"] == ", ".join(map(str, arr.shape))
+        np.testing.assert_array_equal(back.reshape(arr.shape), arr)
+    assert typed_array(np.array(["a", "b"], dtype=object)) == ["a", "b"]
+    assert typed_array(np.array([], dtype=np.int64)) == []
+
+
+def test_plotly_json_refuses_what_plotly_js_cannot_read():
+    with pytest.raises(TypeError, match="set"):
+        plotly_json({"data": [{"x": {1, 2}}]})

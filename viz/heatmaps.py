@@ -195,6 +195,15 @@ def overview_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[s
     Layer 1 is the top tile row; each tile is labelled "L{l} H{h}" (1-based). One colour scale for all
     tiles; the weights are stored as whole percent (uint8), so they round-trip within 0.005.
     """
+    return go.Figure(overview_spec(weights, query_tokens, key_tokens, title))
+
+
+def overview_spec(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "") -> dict:
+    """`overview_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`.
+
+    The app sends this without building a `go.Figure`: plotly's validation of ~2,000 labels and 48
+    annotations costs more than the model's whole forward pass.
+    """
     w = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     n_layers, n_heads, n_q, n_k = w.shape
     band = max(1, math.ceil(_BAND_PX * n_q / (_ROW_PX - _BAND_PX)))  # blank rows above each tile row
@@ -211,7 +220,8 @@ def overview_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[s
     if sum(map(len, x)) + sum(map(len, y)) > _OVERVIEW_LABEL_BUDGET:  # long sentences: positions only
         x, y = _overview_labels(n_layers, n_heads, band, [""] * n_q, [""] * n_k)
 
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=z,
         x=x,
         y=y,
@@ -245,7 +255,7 @@ def overview_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[s
             constrain="domain",  # square cells
         ),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return dict(data=[heatmap], layout=layout)
 
 
 def detail_figure(
@@ -262,6 +272,20 @@ def detail_figure(
     Tokens sit at numeric positions 0..n-1 (tickvals/ticktext), so a repeated word keeps its own
     row/column; rows = query tokens (row 0 on top), columns = key tokens; colour range 0..1.
     """
+    labels = dict(query_label=query_label, key_label=key_label)
+    return go.Figure(detail_spec(weights2d, query_tokens, key_tokens, title, **labels))
+
+
+def detail_spec(
+    weights2d,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    title: str = "",
+    *,
+    query_label: str = "query (attending) token",
+    key_label: str = "key (attended) token",
+) -> dict:
+    """`detail_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`."""
     w = check_attention(weights2d, query_tokens, key_tokens, ndim=2)  # (Q, K) float32
     n_q, n_k = w.shape
     q_text = [escape_token(t) for t in query_tokens]
@@ -274,7 +298,8 @@ def detail_figure(
     customdata[:, :, 2] = np.arange(n_q)[:, None]
     customdata[:, :, 3] = np.arange(n_k)[None, :]
 
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=w,
         x=np.arange(n_k),
         y=np.arange(n_q),
@@ -306,4 +331,4 @@ def detail_figure(
             automargin=True,
         ),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return dict(data=[heatmap], layout=layout)
