@@ -54,25 +54,30 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         f"| {cfg.n_layers} | {cfg.d_model} | {cfg.n_heads} | {cfg.d_k} | {cfg.d_ff} | {cfg.vocab_size} "
         f"(joint En+De SentencePiece unigram) | {cfg.dropout} | {params:,} |",
         "",
-        "d_model is 192 rather than the paper's 512: narrow enough to train on two CPU cores. With bfloat16",
-        "autocast (Intel AMX) a d_model=192 step cost about what a d_model=128 step costs in float32.",
-        "Weights are stored as float16 safetensors and run in float32 on a CPU, float16 on a GPU.",
+        f"d_model is {cfg.d_model} rather than the paper's 512: narrow enough to train on two CPU cores, and",
+        "on 29,000 sentence pairs a small, strongly regularised model (dropout 0.3) generalises better than a",
+        "wide one. Weights are stored as float16 safetensors and run in float32 on a CPU, float16 on a GPU.",
         "",
         "## Training",
         "",
         "- Data: Multi30k task 1 (Elliott et al., 2016), 29,000 training pairs; the tokenizer saw the",
         "  training split only. Tuned on `val`; scored on `test_2016_flickr`.",
-        f"- Recipe (§5.3–5.4): Adam β=(0.9, 0.98), ε=1e-9, lr = d_model^-0.5·min(step^-0.5, step·"
-        f"{args.get('warmup')}^-1.5), dropout {cfg.dropout}, label smoothing {args.get('label_smoothing')}, "
+        f"- Recipe (§5.3–5.4): Adam β=(0.9, 0.98), ε=1e-9, lr = scale·d_model^-0.5·min(step^-0.5, step·"
+        f"{args.get('warmup')}^-1.5) with the scale per epoch in the table below, dropout {cfg.dropout}, "
+        f"label smoothing {args.get('label_smoothing')}, "
         f"batches of ≤{args.get('max_tokens')} padded tokens per side, {args.get('precision')} autocast.",
         f"- {last.get('epoch', '?')} epochs, {last.get('step', '?')} steps, "
         f"{human_hours(last.get('elapsed_s', 0))} on {platform.machine()} CPU (2 cores, no GPU).",
         f"- Shipped weights: the mean of the last {len(averaged)} epoch checkpoints ({', '.join(averaged)}).",
         "",
-        "| epoch | train loss | val loss | val BLEU (greedy) |",
-        "|---|---|---|---|",
+        "| epoch | lr scale | train loss | val loss | val BLEU (greedy) |",
+        "|---|---|---|---|---|",
     ]
-    lines += [f"| {r['epoch']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} |" for r in log]
+    lines += [
+        f"| {r['epoch']} | {r.get('lr_scale', 1.0):g} | {r['train_loss']:.3f} | {r['val_loss']:.3f} "
+        f"| {r['val_bleu']:.2f} |"
+        for r in log
+    ]
     lines += ["", "## Quality", ""]
     if bleu:
         lines += [

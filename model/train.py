@@ -131,6 +131,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, help="stop (with a checkpoint) after this many updates")
     p.add_argument("--max-tokens", type=int, default=2000, help="padded tokens per side per batch")
     p.add_argument("--warmup", type=int, default=2000)
+    p.add_argument("--lr-scale", type=float, default=1.0,
+                   help="multiply the paper's schedule d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="bf16", help="autocast dtype")
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
@@ -217,7 +219,7 @@ def main(argv=None) -> int:
         for bi in range(trainer["batch"], len(batches)):
             batch = collate([train_pairs[i] for i in batches[bi]], cfg.pad_id, cfg.bos_id)
             loss, n_tokens = batch_loss(model, batch, device, args.precision, args.label_smoothing)
-            lr = learning_rate(trainer["step"] + 1, cfg.d_model, args.warmup)
+            lr = args.lr_scale * learning_rate(trainer["step"] + 1, cfg.d_model, args.warmup)
             for group in opt.param_groups:
                 group["lr"] = lr
             opt.zero_grad(set_to_none=True)
@@ -249,7 +251,8 @@ def main(argv=None) -> int:
             "val_loss": val_loss,
             "val_ppl": math.exp(min(val_loss, 50)),
             "val_bleu": val_bleu,
-            "lr": learning_rate(trainer["step"], cfg.d_model, args.warmup),
+            "lr": args.lr_scale * learning_rate(trainer["step"], cfg.d_model, args.warmup),
+            "lr_scale": args.lr_scale,
             "elapsed_s": round(elapsed0 + time.monotonic() - t_session, 1),
         }
         trainer["log"].append(record)

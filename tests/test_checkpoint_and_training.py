@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, load_model, read_tensors, save_model
+from model.checkpoint import CheckpointError, load_config, load_model, read_tensors, save_model
 from model.config import TINY
 from model.train import learning_rate, main
 from model.transformer import EncoderDecoder
@@ -135,3 +135,31 @@ def test_sigterm_writes_a_checkpoint_that_resumes(corpus, tmp_path):
     assert step > 0
     train(corpus, out, "--resume", "--max-steps", str(step + 2))
     assert json.loads((out / "last" / "trainer.json").read_text())["step"] == step + 2
+
+
+def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
+    """--d-model/--d-ff/--dropout reach the saved config; --lr-scale multiplies the schedule; export
+    averages the last epochs into float16 weights that load, and writes a card from the log."""
+    from model.export import main as export
+
+    run = tmp_path / "run"
+    train(corpus, run, "--d-model", "16", "--d-ff", "24", "--dropout", "0.2", "--lr-scale", "3")
+    cfg = load_config(run)
+    assert (cfg.d_model, cfg.d_ff, cfg.dropout, cfg.n_layers) == (16, 24, 0.2, TINY.n_layers)
+    log = json.loads((run / "log.json").read_text())
+    assert [r["lr_scale"] for r in log] == [3.0, 3.0]
+    assert log[-1]["lr"] == pytest.approx(3 * learning_rate(log[-1]["step"], 16, 2000))
+
+    epochs = [read_tensors(run / "epochs" / f"epoch_00{i}.safetensors") for i in (1, 2)]
+    assert export(["--run", str(run), "--out", str(tmp_path / "shipped"), "--average", "2"]) == 0
+    shipped = read_tensors(tmp_path / "shipped" / "model.safetensors")
+    for name, value in shipped.items():
+        assert value.dtype == torch.float16, name
+        mean = (epochs[0][name].double() + epochs[1][name].double()) / 2
+        torch.testing.assert_close(value.double(), mean, atol=2e-3, rtol=1e-3, msg=name)
+    card = (tmp_path / "shipped" / "MODEL_CARD.md").read_text()
+    assert "| 2 | 16 | 4 | 4 | 24 |" in card  # N, d_model, h, d_k, d_ff of the trained config
+    assert "epoch_001.safetensors, epoch_002.safetensors" in card and "| 2 | 3 |" in card  # epoch 2, lr scale 3
+    from model.inference import Translator
+
+    assert Translator(tmp_path / "shipped", device="cpu").translate("a dog runs") is not None
