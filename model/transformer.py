@@ -158,15 +158,8 @@ class DecoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor,
-        src_mask: Tensor | None,
-        tgt_mask: Tensor | None,
-        scale: float,
-        cache: KVCache | None,
-    ) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None, scale: float,
+                cache: KVCache | None) -> tuple[Tensor, Tensor, Tensor]:
         k, v = self.self_attn.project_kv(x)  # (B, H, t_new, d_k)
         if cache is not None:
             if cache.self_k is not None:

@@ -259,21 +259,15 @@ def overview_spec(weights, query_tokens: Sequence[str], key_tokens: Sequence[str
 
 
 def detail_figure(
-    weights2d,
-    query_tokens: Sequence[str],
-    key_tokens: Sequence[str],
-    title: str = "",
-    *,
-    query_label: str = "query (attending) token",
-    key_label: str = "key (attended) token",
+    weights2d, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "", **axis_labels: str
 ) -> go.Figure:
     """One attention map `(Q, K)` (one head, or the mean over heads) with the tokens on the axes.
 
     Tokens sit at numeric positions 0..n-1 (tickvals/ticktext), so a repeated word keeps its own
     row/column; rows = query tokens (row 0 on top), columns = key tokens; colour range 0..1.
+    `axis_labels`: `query_label` and `key_label`, the axis titles (see `detail_spec`).
     """
-    labels = dict(query_label=query_label, key_label=key_label)
-    return go.Figure(detail_spec(weights2d, query_tokens, key_tokens, title, **labels))
+    return go.Figure(detail_spec(weights2d, query_tokens, key_tokens, title, **axis_labels))
 
 
 def detail_spec(
