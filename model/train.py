@@ -43,6 +43,15 @@ def learning_rate(step: int, d_model: int, warmup: int) -> float:
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
+def scheduled_lr(step: int, d_model: int, args: argparse.Namespace) -> float:
+    """The paper's schedule times ``--lr-scale``, then the optional linear ``--anneal`` to zero."""
+    lr = args.lr_scale * learning_rate(step, d_model, args.warmup)
+    if args.anneal:
+        start, end = args.anneal
+        lr *= min(1.0, max(0.0, (end - step) / max(end - start, 1)))
+    return lr
+
+
 def autocast(device: torch.device, precision: str):
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
@@ -133,6 +142,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=2000)
     p.add_argument("--lr-scale", type=float, default=1.0,
                    help="multiply the paper's schedule d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
+    p.add_argument("--anneal", nargs=2, type=int, metavar=("START", "END"),
+                   help="cool-down (not in the paper): from step START the learning rate falls linearly to 0 "
+                        "at step END, where training stops")
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="bf16", help="autocast dtype")
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
@@ -205,6 +217,7 @@ def main(argv=None) -> int:
     stop_requested: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop_requested.append(signum))
+    last_step = min(args.max_steps or math.inf, args.anneal[1] if args.anneal else math.inf)
     while trainer["epoch"] < args.epochs:
         epoch = trainer["epoch"]
         batches = make_batches(lengths, args.max_tokens, seed=args.seed * 100_003 + epoch)
@@ -219,7 +232,7 @@ def main(argv=None) -> int:
         for bi in range(trainer["batch"], len(batches)):
             batch = collate([train_pairs[i] for i in batches[bi]], cfg.pad_id, cfg.bos_id)
             loss, n_tokens = batch_loss(model, batch, device, args.precision, args.label_smoothing)
-            lr = args.lr_scale * learning_rate(trainer["step"] + 1, cfg.d_model, args.warmup)
+            lr = scheduled_lr(trainer["step"] + 1, cfg.d_model, args)
             for group in opt.param_groups:
                 group["lr"] = lr
             opt.zero_grad(set_to_none=True)
@@ -231,13 +244,13 @@ def main(argv=None) -> int:
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item() / n_tokens:.3f}", lr=f"{lr:.2e}", refresh=False)
             trainer["elapsed_s"] = elapsed0 + time.monotonic() - t_session
-            stop = bool(stop_requested) or (args.max_steps is not None and trainer["step"] >= args.max_steps)
+            stop = bool(stop_requested) or trainer["step"] >= last_step
             if stop or time.monotonic() - last_save > 60 * args.checkpoint_minutes:
                 save_training_state(out, model, opt, trainer)
                 last_save = time.monotonic()
-            if stop:
+            if stop and (stop_requested or bi < len(batches) - 1):  # else: validate and log the epoch first
                 bar.close()
-                why = "signal" if stop_requested else "--max-steps"
+                why = "signal" if stop_requested else "--max-steps" if trainer["step"] == args.max_steps else "--anneal"
                 print(f"stopped at step {trainer['step']} ({why}); resume with --resume", flush=True)
                 return 0
         bar.close()
@@ -251,7 +264,7 @@ def main(argv=None) -> int:
             "val_loss": val_loss,
             "val_ppl": math.exp(min(val_loss, 50)),
             "val_bleu": val_bleu,
-            "lr": args.lr_scale * learning_rate(trainer["step"], cfg.d_model, args.warmup),
+            "lr": scheduled_lr(trainer["step"], cfg.d_model, args),
             "lr_scale": args.lr_scale,
             "elapsed_s": round(elapsed0 + time.monotonic() - t_session, 1),
         }
@@ -268,6 +281,9 @@ def main(argv=None) -> int:
         save_training_state(out, model, opt, trainer)
         atomic_write_text(out / "log.json", json.dumps(trainer["log"], indent=2) + "\n")
         last_save = time.monotonic()
+        if trainer["step"] >= last_step:
+            print(f"stopped at step {trainer['step']}, the end of epoch {trainer['epoch']}", flush=True)
+            return 0
     return 0
 
 

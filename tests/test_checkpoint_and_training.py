@@ -163,3 +163,17 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
     from model.inference import Translator
 
     assert Translator(tmp_path / "shipped", device="cpu").translate("a dog runs") is not None
+
+
+def test_anneal_falls_linearly_to_zero_and_stops_there(corpus, tmp_path):
+    from argparse import Namespace
+
+    from model.train import scheduled_lr
+
+    args = Namespace(lr_scale=2.0, warmup=10, anneal=[100, 200])
+    assert scheduled_lr(50, 64, args) == pytest.approx(2 * learning_rate(50, 64, 10))  # before: the schedule
+    assert scheduled_lr(150, 64, args) == pytest.approx(learning_rate(150, 64, 10))  # halfway: half of it
+    assert scheduled_lr(200, 64, args) == 0.0 and scheduled_lr(250, 64, args) == 0.0
+
+    train(corpus, tmp_path / "run", "--epochs", "5", "--anneal", "3", "7")  # stops mid-epoch at step 7
+    assert json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["step"] == 7
