@@ -63,18 +63,19 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         "- Data: Multi30k task 1 (Elliott et al., 2016), 29,000 training pairs; the tokenizer saw the",
         "  training split only. Tuned on `val`; scored on `test_2016_flickr`.",
         f"- Recipe (§5.3–5.4): Adam β=(0.9, 0.98), ε=1e-9, lr = scale·d_model^-0.5·min(step^-0.5, step·"
-        f"{args.get('warmup')}^-1.5) with the scale per epoch in the table below, dropout {cfg.dropout}, "
+        f"{args.get('warmup')}^-1.5) with the scale per epoch in the table below (and, where the lr falls to 0, a "
+        f"linear cool-down: `--anneal`), dropout {cfg.dropout}, "
         f"label smoothing {args.get('label_smoothing')}, "
         f"batches of ≤{args.get('max_tokens')} padded tokens per side, {args.get('precision')} autocast.",
         f"- {last.get('epoch', '?')} epochs, {last.get('step', '?')} steps, "
         f"{human_hours(last.get('elapsed_s', 0))} on {platform.machine()} CPU (2 cores, no GPU).",
         f"- Shipped weights: the mean of the last {len(averaged)} epoch checkpoints ({', '.join(averaged)}).",
         "",
-        "| epoch | lr scale | train loss | val loss | val BLEU (greedy) |",
-        "|---|---|---|---|---|",
+        "| epoch | lr scale | lr at its end | train loss | val loss | val BLEU (greedy) |",
+        "|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['epoch']} | {r.get('lr_scale', 1.0):g} | {r['train_loss']:.3f} | {r['val_loss']:.3f} "
+        f"| {r['epoch']} | {r.get('lr_scale', 1.0):g} | {r['lr']:.2e} | {r['train_loss']:.3f} | {r['val_loss']:.3f} "
         f"| {r['val_bleu']:.2f} |"
         for r in log
     ]
