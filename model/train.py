@@ -266,6 +266,7 @@ def main(argv=None) -> int:
             "val_bleu": val_bleu,
             "lr": scheduled_lr(trainer["step"], cfg.d_model, args),
             "lr_scale": args.lr_scale,
+            "dropout": cfg.dropout,
             "elapsed_s": round(elapsed0 + time.monotonic() - t_session, 1),
         }
         trainer["log"].append(record)

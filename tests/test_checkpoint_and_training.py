@@ -159,7 +159,8 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
         torch.testing.assert_close(value.double(), mean, atol=2e-3, rtol=1e-3, msg=name)
     card = (tmp_path / "shipped" / "MODEL_CARD.md").read_text()
     assert "| 2 | 16 | 4 | 4 | 24 |" in card  # N, d_model, h, d_k, d_ff of the trained config
-    assert "epoch_001.safetensors, epoch_002.safetensors" in card and "| 2 | 3 |" in card  # epoch 2, lr scale 3
+    assert "epoch_001.safetensors, epoch_002.safetensors" in card
+    assert "| 2 | 0.2 | 3 |" in card  # epoch 2: its dropout and lr scale
     from model.inference import Translator
 
     assert Translator(tmp_path / "shipped", device="cpu").translate("a dog runs") is not None
