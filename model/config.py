@@ -20,6 +20,10 @@ class TransformerConfig:
     d_ff: int = 2048
     n_layers: int = 6  # N, each side
     dropout: float = 0.1  # §5.4 P_drop
+    # Not in the paper (tensor2tensor has both): dropout on the attention weights and on the FFN's ReLU
+    # output, while training. 0 = the paper's model. The maps the app shows are never dropped.
+    attn_dropout: float = 0.0
+    relu_dropout: float = 0.0
     max_len: int = 256  # longest sequence the positional table covers
     pad_id: int = 0
     bos_id: int = 1
@@ -35,8 +39,9 @@ class TransformerConfig:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        for name in ("dropout", "attn_dropout", "relu_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 
     @property
     def d_k(self) -> int:  # §3.2.2: d_k = d_v = d_model / h

@@ -135,6 +135,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--d-model", type=int, help="override the preset's d_model")
     p.add_argument("--d-ff", type=int, help="override the preset's d_ff")
     p.add_argument("--dropout", type=float, help="override the preset's P_drop")
+    p.add_argument("--attn-dropout", type=float, help="dropout on attention weights (not in the paper; default 0)")
+    p.add_argument("--relu-dropout", type=float, help="dropout on the FFN's ReLU output (not in the paper; default 0)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--max-steps", type=int, help="stop (with a checkpoint) after this many updates")
@@ -171,7 +173,8 @@ def main(argv=None) -> int:
         tok = Tokenizer(out / TOKENIZER_FILE)
     else:
         cfg = PRESETS[args.preset]
-        overrides = {"vocab_size": args.vocab_size, "d_model": args.d_model, "d_ff": args.d_ff, "dropout": args.dropout}
+        overrides = {"vocab_size": args.vocab_size, "d_model": args.d_model, "d_ff": args.d_ff, "dropout": args.dropout,
+                     "attn_dropout": args.attn_dropout, "relu_dropout": args.relu_dropout}
         cfg = cfg.with_(**{k: v for k, v in overrides.items() if v is not None})
         out.mkdir(parents=True, exist_ok=True)
         # The vocabulary comes from the training split only.

@@ -66,26 +66,30 @@ def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
 
 
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, dropout: float = 0.0
 ) -> tuple[Tensor, Tensor]:
     """§3.2.1: softmax(Q K^T * scale) V, returning (output, weights).
 
     q: (B, H, Lq, d_k), k and v: (B, H, Lk, d_k), mask broadcastable to (B, H, Lq, Lk), True = keep.
+    ``dropout`` (training only, not in the paper) drops attention weights before they weigh V; the
+    weights returned are the softmax itself, so maps always sum to 1 per row.
     """
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B, H, Lq, Lk)
     if mask is not None:
         # The dtype's most negative number, not -inf: a fully masked row stays finite.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
-    return torch.matmul(weights, v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
+    dropped = F.dropout(weights, dropout) if dropout else weights
+    return torch.matmul(dropped, v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
 
 
 class MultiHeadAttention(nn.Module):
     """§3.2.2: MultiHead(Q, K, V) = Concat(head_1..h) W^O with head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i)."""
 
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.dropout = dropout  # on the attention weights, while training (cfg.attn_dropout)
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
@@ -100,7 +104,7 @@ class MultiHeadAttention(nn.Module):
 
     def attend(self, x_q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> tuple[Tensor, Tensor]:
         q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, scale)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.dropout if self.training else 0.0)
         b, _, lq, _ = out.shape
         out = out.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k)  # (B, Lq, d_model)
         return self.w_o(out), weights
@@ -113,13 +117,17 @@ class MultiHeadAttention(nn.Module):
 class PositionwiseFeedForward(nn.Module):
     """§3.3: FFN(x) = max(0, x W1 + b1) W2 + b2."""
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
+        self.dropout = dropout  # on the ReLU output, while training (cfg.relu_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(torch.relu(self.w_1(x)))
+        hidden = torch.relu(self.w_1(x))
+        if self.training and self.dropout:
+            hidden = F.dropout(hidden, self.dropout)
+        return self.w_2(hidden)
 
 
 class SublayerConnection(nn.Module):
@@ -139,8 +147,8 @@ class SublayerConnection(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.relu_dropout)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(2)])
 
     def forward(self, x: Tensor, src_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
@@ -153,9 +161,9 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.src_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.src_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.relu_dropout)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
 
     def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None, scale: float,

@@ -143,9 +143,11 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
     from model.export import main as export
 
     run = tmp_path / "run"
-    train(corpus, run, "--d-model", "16", "--d-ff", "24", "--dropout", "0.2", "--lr-scale", "3")
+    train(corpus, run, "--d-model", "16", "--d-ff", "24", "--dropout", "0.2", "--attn-dropout", "0.1",
+          "--relu-dropout", "0.15", "--lr-scale", "3")
     cfg = load_config(run)
     assert (cfg.d_model, cfg.d_ff, cfg.dropout, cfg.n_layers) == (16, 24, 0.2, TINY.n_layers)
+    assert (cfg.attn_dropout, cfg.relu_dropout) == (0.1, 0.15)
     log = json.loads((run / "log.json").read_text())
     assert [r["lr_scale"] for r in log] == [3.0, 3.0]
     assert log[-1]["lr"] == pytest.approx(3 * learning_rate(log[-1]["step"], 16, 2000))

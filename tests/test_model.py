@@ -89,6 +89,24 @@ def test_attention_maps_are_returned_normalised_and_masked():
     assert not any("attn" in k and torch.is_tensor(v) for m in model.modules() for k, v in vars(m).items())
 
 
+def test_attention_and_relu_dropout_act_only_while_training():
+    """The optional (not the paper's) attention-weight and ReLU dropout: off in eval mode, where the model equals
+    one without them; in training they change the output, yet the returned maps still sum to 1 per row."""
+    with_dropout, plain = tiny_model(attn_dropout=0.5, relu_dropout=0.5), tiny_model()
+    plain.load_state_dict(with_dropout.state_dict())
+    src, tgt = batch(with_dropout.cfg)
+    torch.testing.assert_close(with_dropout(src, tgt), plain(src, tgt), atol=0, rtol=0)
+    with_dropout.train()
+    torch.manual_seed(1)
+    maps = AttentionMaps()
+    first = with_dropout(src, tgt, maps=maps)
+    assert not torch.allclose(first, with_dropout(src, tgt))
+    for w in maps.encoder_self + maps.decoder_self + maps.cross:
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    with pytest.raises(ValueError, match="attn_dropout"):
+        TINY.with_(attn_dropout=1.0)
+
+
 def test_attention_scale_is_a_per_call_value():
     model = tiny_model()
     src, tgt = batch(model.cfg)
