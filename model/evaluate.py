@@ -1,8 +1,10 @@
 """Cased sacreBLEU of the model on any parallel files (plain or .gz, one sentence a line).
 
-    python -m model.evaluate [--src FILE --ref FILE] [--beam N] [--model DIR]
+    python -m model.evaluate [--src FILE --ref FILE] [--beam N] [--model DIR] [--limit N] [--loss]
 
-Defaults to Multi30k test_2016_flickr En->De from ``--data``. Prints the score and its signature.
+Defaults to Multi30k test_2016_flickr En->De from ``--data``. Prints the score and its signature;
+with ``--loss`` also the references' cross-entropy per token under teacher forcing (no label smoothing),
+the figure that shows over-fitting when the training split scores far lower than ``val``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from model.checkpoint import CheckpointError
-from model.data import read_lines, split_path
+from model.data import collate, read_lines, split_path
 from model.inference import ASSETS, Translator, clean_text
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
@@ -39,6 +41,26 @@ def translate_all(translator: Translator, sources: list[str], beam: int, batch_s
     return hyps
 
 
+@torch.inference_mode()
+def reference_loss(translator: Translator, sources: list[str], refs: list[str], batch_size: int = 64) -> float:
+    """Mean cross-entropy (nats per target token, EOS included) of ``refs`` given ``sources``."""
+    tok, cfg, cut = translator.tokenizer, translator.cfg, translator.max_tokens - 1
+    pairs = [
+        (tok.encode(clean_text(s))[:cut] + [cfg.eos_id], tok.encode(clean_text(r))[:cut] + [cfg.eos_id])
+        for s, r in zip(sources, refs)
+    ]
+    total, count = 0.0, 0
+    for start in range(0, len(pairs), batch_size):
+        batch = collate(pairs[start : start + batch_size], cfg.pad_id, cfg.bos_id)
+        src, tgt_in, tgt_out = (t.to(translator.device) for t in batch)
+        logits = translator.model(src, tgt_in).float()
+        total += torch.nn.functional.cross_entropy(
+            logits.view(-1, logits.size(-1)), tgt_out.view(-1), ignore_index=cfg.pad_id, reduction="sum"
+        ).item()
+        count += int((tgt_out != cfg.pad_id).sum())
+    return total / max(count, 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
     p.add_argument("--src", type=Path, help="English sources (default: DATA/test_2016_flickr.en.gz)")
@@ -49,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device")
     p.add_argument("--hyp-out", type=Path, help="write the translations here")
     p.add_argument("--json", type=Path, help="write score, signature and settings here")
+    p.add_argument("--limit", type=int, help="only the first N sentence pairs")
+    p.add_argument("--loss", action="store_true", help="also print the references' cross-entropy per token")
     args = p.parse_args(argv)
     try:
         src_path = args.src or split_path(args.data, "test_2016_flickr", "en")
@@ -56,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         sources, refs = read_lines(src_path), read_lines(ref_path)
         if len(sources) != len(refs):
             raise ValueError(f"{src_path} has {len(sources)} lines but {ref_path} has {len(refs)}")
+        if args.limit is not None:
+            if args.limit < 1:
+                raise ValueError(f"--limit must be at least 1, not {args.limit}")
+            sources, refs = sources[: args.limit], refs[: args.limit]
         translator = Translator(args.model, args.device)
     except (CheckpointError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -69,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     signature = str(bleu.get_signature())
     print(f"{score} (beam {args.beam}, {len(sources)} sentences, {seconds:.1f} s on {translator.device_label})")
     print(f"signature: {signature}")
+    loss = reference_loss(translator, sources, refs) if args.loss else None
+    if loss is not None:
+        print(f"reference cross-entropy: {loss:.3f} nats per token (teacher forcing, no label smoothing)")
     if args.hyp_out:
         args.hyp_out.write_text("\n".join(hyps) + "\n", encoding="utf-8")
     if args.json:
@@ -81,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(seconds, 1),
             "device": translator.device_label,
         }
+        if loss is not None:
+            record["loss"] = round(loss, 4)
         args.json.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return 0
 

@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from model import evaluate, translate
+from model.data import read_lines
 from model.inference import MAX_TOKENS, AttentionResult, Translator, clean_text
 
 ODD_INPUTS = [
@@ -118,6 +120,29 @@ def test_evaluate_cli_prints_bleu_with_signature(tiny_model_dir, corpus, tmp_pat
     printed = capsys.readouterr().out
     assert printed.startswith("BLEU = ") and "signature: nrefs:1|case:mixed|eff:no|tok:13a" in printed
     assert json.loads(out.read_text())["beam"] == 2
+    assert "reference cross-entropy" not in printed and "loss" not in json.loads(out.read_text())
     plain = tmp_path / "src.txt"
     plain.write_text("a dog.\n")
     assert evaluate.main(["--model", str(tiny_model_dir), "--src", str(plain), "--ref", str(corpus / "val.de.gz")]) == 2
+
+
+def test_evaluate_loss_is_the_teacher_forced_cross_entropy(tiny_model_dir, corpus, tmp_path, capsys):
+    out = tmp_path / "score.json"
+    args = ["--model", str(tiny_model_dir), "--data", str(corpus), "--beam", "1", "--loss"]
+    assert evaluate.main([*args, "--limit", "3", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["sentences"] == 3 and "reference cross-entropy" in capsys.readouterr().out
+    # The same figure by hand: one batch, summed token losses over the count of non-pad targets.
+    t = Translator(tiny_model_dir, "cpu")
+    src, ref = read_lines(corpus / "test_2016_flickr.en.gz")[:3], read_lines(corpus / "test_2016_flickr.de.gz")[:3]
+    total = count = 0
+    for s, r in zip(src, ref):
+        s_ids = t.tokenizer.encode(s) + [t.cfg.eos_id]
+        r_ids = t.tokenizer.encode(r) + [t.cfg.eos_id]
+        with torch.no_grad():
+            logits = t.model(torch.tensor([s_ids]), torch.tensor([[t.cfg.bos_id, *r_ids[:-1]]]))
+        total += torch.nn.functional.cross_entropy(logits[0], torch.tensor(r_ids), reduction="sum").item()
+        count += len(r_ids)
+    assert record["loss"] == pytest.approx(total / count, abs=1e-3)
+    assert evaluate.main([*args, "--limit", "0"]) == 2
+    assert "--limit" in capsys.readouterr().err
