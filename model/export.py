@@ -69,6 +69,15 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         f"linear cool-down: `--anneal`), dropout (P_drop) per epoch in the table, "
         f"label smoothing {args.get('label_smoothing')}, "
         f"batches of ≤{args.get('max_tokens')} padded tokens per side, {args.get('precision')} autocast.",
+        *(
+            [
+                f"- Initialisation: Xavier, with W^V, W^O and the FFN's W_2 scaled by {args['branch_init_gain']:g}",
+                "  (`--branch-init-gain`, not in the paper): it keeps the encoder's positions apart at the start;",
+                "  without it the encoder collapsed to one vector per sentence and cross-attention stayed uniform.",
+            ]
+            if args.get("branch_init_gain", 1.0) != 1.0
+            else []
+        ),
         f"- {last.get('epoch', '?')} epochs, {last.get('step', '?')} steps, "
         f"{human_hours(last.get('elapsed_s', 0))} on {platform.machine()} CPU (2 cores, no GPU).",
         f"- Shipped weights: the mean of the last {len(averaged)} epoch checkpoints ({', '.join(averaged)}).",

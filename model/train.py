@@ -137,6 +137,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, help="override the preset's P_drop")
     p.add_argument("--attn-dropout", type=float, help="dropout on attention weights (not in the paper; default 0)")
     p.add_argument("--relu-dropout", type=float, help="dropout on the FFN's ReLU output (not in the paper; default 0)")
+    p.add_argument("--branch-init-gain", type=float, default=1.0,
+                   help="scale the init of W^V, W^O and the FFN's W_2 (not in the paper; 0.5 avoids the encoder's "
+                        "rank collapse at init, see EncoderDecoder.scale_branch_init)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--max-steps", type=int, help="stop (with a checkpoint) after this many updates")
@@ -196,6 +199,8 @@ def main(argv=None) -> int:
 
     torch.manual_seed(args.seed)
     model = EncoderDecoder(cfg).to(device)
+    if not args.resume and args.branch_init_gain != 1.0:
+        model.scale_branch_init(args.branch_init_gain)
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
     if args.resume:
         path = out / "last" / "model.safetensors"

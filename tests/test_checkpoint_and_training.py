@@ -144,7 +144,7 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
 
     run = tmp_path / "run"
     train(corpus, run, "--d-model", "16", "--d-ff", "24", "--dropout", "0.2", "--attn-dropout", "0.1",
-          "--relu-dropout", "0.15", "--lr-scale", "3")
+          "--relu-dropout", "0.15", "--lr-scale", "3", "--branch-init-gain", "0.5")
     cfg = load_config(run)
     assert (cfg.d_model, cfg.d_ff, cfg.dropout, cfg.n_layers) == (16, 24, 0.2, TINY.n_layers)
     assert (cfg.attn_dropout, cfg.relu_dropout) == (0.1, 0.15)
@@ -163,6 +163,7 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
     assert "| 2 | 16 | 4 | 4 | 24 |" in card  # N, d_model, h, d_k, d_ff of the trained config
     assert "epoch_001.safetensors, epoch_002.safetensors" in card
     assert "| 2 | 0.2 | 3 |" in card  # epoch 2: its dropout and lr scale
+    assert "W_2 scaled by 0.5" in card
     from model.inference import Translator
 
     assert Translator(tmp_path / "shipped", device="cpu").translate("a dog runs") is not None
