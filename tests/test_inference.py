@@ -146,3 +146,17 @@ def test_evaluate_loss_is_the_teacher_forced_cross_entropy(tiny_model_dir, corpu
     assert record["loss"] == pytest.approx(total / count, abs=1e-3)
     assert evaluate.main([*args, "--limit", "0"]) == 2
     assert "--limit" in capsys.readouterr().err
+
+
+def test_diagnose_prints_one_row_per_encoder_layer(tiny_model_dir, corpus, capsys):
+    from model import diagnose
+
+    base = ["--model", str(tiny_model_dir), "--data", str(corpus), "--sentences", "3"]
+    assert diagnose.main(base) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    n_layers = Translator(tiny_model_dir, "cpu").cfg.n_layers
+    assert [int(r[0]) for r in rows] == list(range(1, n_layers + 1))
+    assert all(-1.0 <= float(r[1]) <= 1.0 and float(r[2]) >= 0 for r in rows)
+    assert diagnose.main([*base, "--init", "0.5"]) == 0
+    assert "branch init gain 0.5" in capsys.readouterr().out
+    assert diagnose.main(["--model", str(corpus / "missing")]) == 2
