@@ -137,9 +137,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, help="override the preset's P_drop")
     p.add_argument("--attn-dropout", type=float, help="dropout on attention weights (not in the paper; default 0)")
     p.add_argument("--relu-dropout", type=float, help="dropout on the FFN's ReLU output (not in the paper; default 0)")
-    p.add_argument("--branch-init-gain", type=float, default=1.0,
-                   help="scale the init of W^V, W^O and the FFN's W_2 (not in the paper; 0.5 avoids the encoder's "
-                        "rank collapse at init, see EncoderDecoder.scale_branch_init)")
+    p.add_argument("--branch-init-gain", type=float, default=0.5,
+                   help="scale the Xavier init of W^V, W^O and the FFN's W_2 (not in the paper, whose plain Xavier "
+                        "init is 1; 0.5 avoids the encoder's rank collapse, see EncoderDecoder.scale_branch_init)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--max-steps", type=int, help="stop (with a checkpoint) after this many updates")
