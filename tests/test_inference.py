@@ -102,7 +102,8 @@ def test_exports_round_trip(translator, tmp_path):
 def test_translate_cli(tiny_model_dir, tmp_path, capsys):
     npz, js = tmp_path / "a.npz", tmp_path / "a.json"
     assert translate.main(["a dog runs.", "--model", str(tiny_model_dir), "--npz", str(npz), "--json", str(js)]) == 0
-    assert capsys.readouterr().out.strip()
+    # A barely trained model may well say nothing; the CLI prints exactly the loader's greedy translation.
+    assert capsys.readouterr().out == Translator(tiny_model_dir, "cpu").attention("a dog runs.").translation + "\n"
     assert np.load(npz)["encoder_self"].ndim == 4 and json.loads(js.read_text())["encoder_self"]
     assert translate.main(["a dog.", "--target", "ein hund.", "--model", str(tiny_model_dir)]) == 0
     assert capsys.readouterr().out.strip() == "ein hund."
