@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from model.checkpoint import CheckpointError
 from model.data import read_lines, split_path
 from model.evaluate import DEFAULT_DATA
-from model.inference import ASSETS, Translator, clean_text
+from model.inference import ASSETS, Translator
 from model.transformer import EncoderDecoder, padding_mask
 
 
@@ -61,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         model = EncoderDecoder(translator.cfg).eval()
         model.scale_branch_init(args.init)
         what = f"a fresh {what} config, branch init gain {args.init:g}"
-    cut = translator.max_tokens - 1
-    ids = [translator.tokenizer.encode(clean_text(s))[:cut] + [translator.cfg.eos_id] for s in lines if s.strip()]
+    ids = [translator.token_ids(s) for s in lines if s.strip()]
     print(f"{what}: {len(ids)} sentences")
     print("layer  cosine between positions  |attention out| / |input|")
     for i, (cos, ratio) in enumerate(encoder_profile(model, ids), 1):

@@ -21,17 +21,15 @@ from tqdm import tqdm
 
 from model.checkpoint import CheckpointError
 from model.data import collate, read_lines, split_path
-from model.inference import ASSETS, Translator, clean_text
+from model.inference import ASSETS, Translator
+from model.train import batch_loss
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 
 
 def translate_all(translator: Translator, sources: list[str], beam: int, batch_size: int = 64) -> list[str]:
     """Sorted by length into batches (less padding), returned in input order."""
-    ids = []
-    for s in sources:
-        toks = translator.tokenizer.encode(clean_text(s))[: translator.max_tokens - 1]
-        ids.append(toks + [translator.cfg.eos_id])
+    ids = [translator.token_ids(s) for s in sources]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     hyps = [""] * len(ids)
     for start in tqdm(range(0, len(order), batch_size), desc="translating", file=sys.stderr, mininterval=5):
@@ -44,20 +42,13 @@ def translate_all(translator: Translator, sources: list[str], beam: int, batch_s
 @torch.inference_mode()
 def reference_loss(translator: Translator, sources: list[str], refs: list[str], batch_size: int = 64) -> float:
     """Mean cross-entropy (nats per target token, EOS included) of ``refs`` given ``sources``."""
-    tok, cfg, cut = translator.tokenizer, translator.cfg, translator.max_tokens - 1
-    pairs = [
-        (tok.encode(clean_text(s))[:cut] + [cfg.eos_id], tok.encode(clean_text(r))[:cut] + [cfg.eos_id])
-        for s, r in zip(sources, refs)
-    ]
+    cfg = translator.cfg
+    pairs = [(translator.token_ids(s), translator.token_ids(r)) for s, r in zip(sources, refs)]
     total, count = 0.0, 0
     for start in range(0, len(pairs), batch_size):
         batch = collate(pairs[start : start + batch_size], cfg.pad_id, cfg.bos_id)
-        src, tgt_in, tgt_out = (t.to(translator.device) for t in batch)
-        logits = translator.model(src, tgt_in).float()
-        total += torch.nn.functional.cross_entropy(
-            logits.view(-1, logits.size(-1)), tgt_out.view(-1), ignore_index=cfg.pad_id, reduction="sum"
-        ).item()
-        count += int((tgt_out != cfg.pad_id).sum())
+        loss, n_tokens = batch_loss(translator.model, batch, translator.device, "fp32", smoothing=0.0)
+        total, count = total + loss.item(), count + n_tokens
     return total / max(count, 1)
 
 

@@ -150,6 +150,11 @@ class Translator:
             ids = ids[: self.max_tokens - 1]
         return text, ids + [self.cfg.eos_id]
 
+    def token_ids(self, text: str) -> list[int]:
+        """Lenient batch encoding (evaluation, diagnostics): cleaned, cut to ``max_tokens``, EOS appended;
+        a blank line gives just EOS instead of an error."""
+        return self.tokenizer.encode(clean_text(text))[: self.max_tokens - 1] + [self.cfg.eos_id]
+
     def _src_tensor(self, ids: list[int]) -> torch.Tensor:
         return torch.tensor([ids], dtype=torch.long, device=self.device)
 
