@@ -45,13 +45,60 @@ class Tokenizer:
         return self.sp.DecodeIds([int(i) for i in ids])
 
     def pieces(self, ids: list[int]) -> list[str]:
-        return [self.sp.IdToPiece(int(i)) for i in ids]
+        """One display piece per id: SentencePiece's own, except byte-fallback pieces (see `readable_bytes`)."""
+        ids = [int(i) for i in ids]
+        return readable_bytes([self.sp.IdToPiece(i) for i in ids], [self.sp.IsByte(i) for i in ids])
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089")
+
+
+def readable_bytes(pieces: list[str], is_byte: list[bool]) -> list[str]:
+    """Byte-fallback pieces ("<0x3C>") shown as the characters they spell, one label per piece.
+
+    A one-byte character is shown as itself ("<0x3C>" -> "<"). The k pieces of a multi-byte character are
+    grouped by repeating the character with its byte number, "🙂₁" … "🙂₄", so the rows and columns of a
+    heatmap still match the model's positions one to one. Bytes that spell no valid UTF-8 keep their
+    "<0x..>" name. Not byte pieces are returned unchanged.
+    """
+    out = list(pieces)
+    i = 0
+    while i < len(out):
+        if not is_byte[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(out) and is_byte[j]:
+            j += 1
+        run = bytes(int(p[3:-1], 16) for p in pieces[i:j])  # "<0xF0>" -> 0xF0
+        pos = 0
+        while pos < len(run):
+            for width in (1, 2, 3, 4):
+                try:
+                    char = run[pos : pos + width].decode("utf-8")
+                    break
+                except UnicodeDecodeError:
+                    char = None
+            if char is None:  # not valid UTF-8 here: keep the byte's own name
+                pos += 1
+                continue
+            for k in range(width):
+                out[i + pos + k] = char if width == 1 else char + str(k + 1).translate(_SUBSCRIPTS)
+            pos += width
+        i = j
+    return out
+
+
+# Byte fallback spends 256 pieces on the bytes <0x00>..<0xFF>: any character the training text lacks
+# becomes its UTF-8 bytes instead of <unk>. Vocabularies too small to spare them (test configs) go without.
+BYTE_FALLBACK_MIN_VOCAB = 1024
 
 
 def train_tokenizer(texts: list[str], out_path: str | Path, vocab_size: int) -> Tokenizer:
     """Train a unigram SentencePiece model in memory on ``texts`` (the training split only).
 
-    At most ``vocab_size`` pieces; fewer if the text is too small to fill them.
+    At most ``vocab_size`` pieces; fewer if the text is too small to fill them. With byte fallback
+    from ``BYTE_FALLBACK_MIN_VOCAB`` pieces up.
     """
     model = io.BytesIO()
     spm.SentencePieceTrainer.Train(
@@ -67,6 +114,7 @@ def train_tokenizer(texts: list[str], out_path: str | Path, vocab_size: int) -> 
         input_sentence_size=len(texts),
         shuffle_input_sentence=False,
         hard_vocab_limit=False,  # a tiny corpus yields fewer pieces; the caller adopts the real size
+        byte_fallback=vocab_size >= BYTE_FALLBACK_MIN_VOCAB,
         minloglevel=2,
     )
     out_path = Path(out_path)
