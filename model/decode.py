@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.transformer import AttentionMaps, EncoderDecoder
+from model.transformer import AttentionMaps, EncoderDecoder, check_head_mask
 
 
 def max_output_length(src_len: int, model: EncoderDecoder) -> int:
@@ -27,16 +27,19 @@ def greedy_decode(
     max_len: int | None = None,
     scale: float | None = None,
     maps: AttentionMaps | None = None,
+    head_mask=None,
 ) -> list[list[int]]:
     """(B, S) source ids -> B token lists (without BOS/EOS). Each step feeds one token through the cache.
 
     With ``maps``, the attention of every step is captured as it is computed (no second pass):
     decoder_self (B, H, T, T) zero above the diagonal, cross (B, H, T, S), T = steps taken.
+    ``scale`` and ``head_mask`` act on this call only (see ``model.transformer.check_head_mask``).
     """
     cfg = model.cfg
     b = src.size(0)
     max_len = max_len or max_output_length(src.size(1), model)
-    memory, src_mask = model.encode(src, scale, maps)
+    memory, src_mask = model.encode(src, scale, maps, head_mask)
+    head_mask = check_head_mask(head_mask, cfg, memory)  # converted once, not at every step
     if bool(src_mask.all()):  # no padding (one sentence): skip the cross-attention masking at every step
         src_mask = None
     state = model.new_state()
@@ -46,7 +49,7 @@ def greedy_decode(
     steps: list[AttentionMaps] = []
     for _ in range(max_len):
         step_maps = AttentionMaps() if maps is not None else None
-        logits = model.decode(token, memory, src_mask, scale, state=state, maps=step_maps)  # (B, 1, V)
+        logits = model.decode(token, memory, src_mask, scale, state, step_maps, head_mask)  # (B, 1, V)
         if step_maps is not None:
             steps.append(step_maps)
         token = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
@@ -79,16 +82,19 @@ def beam_search(
     alpha: float = 0.6,
     max_len: int | None = None,
     scale: float | None = None,
+    head_mask=None,
 ) -> list[list[int]]:
     """Batched beam search over (B, S) sources; returns the best hypothesis of each (without BOS/EOS).
 
     A sentence is done once it has ``beam`` finished hypotheses; these are ranked by
-    log-probability / lp(length). With beam=1 this is exactly greedy decoding.
+    log-probability / lp(length). With beam=1 this is exactly greedy decoding. ``scale`` and
+    ``head_mask`` act on this call only.
     """
     cfg = model.cfg
     b, k = src.size(0), beam
     max_len = max_len or max_output_length(src.size(1), model)
-    memory, src_mask = model.encode(src, scale)
+    memory, src_mask = model.encode(src, scale, head_mask=head_mask)
+    head_mask = check_head_mask(head_mask, cfg, memory)  # converted once, not at every step
     memory = memory.repeat_interleave(k, dim=0)  # (B*K, S, d_model)
     src_mask = src_mask.repeat_interleave(k, dim=0)
     state = model.new_state()
@@ -100,7 +106,7 @@ def beam_search(
     done = torch.zeros(b, dtype=torch.bool)
     row_base = (torch.arange(b, device=dev) * k)[:, None]  # (B, 1)
     for step in range(max_len):
-        logits = model.decode(tokens[:, -1:], memory, src_mask, scale, state=state)  # (B*K, 1, V)
+        logits = model.decode(tokens[:, -1:], memory, src_mask, scale, state, head_mask=head_mask)  # (B*K, 1, V)
         logp = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (B*K, V)
         vocab = logp.size(-1)
         cand = (scores[:, :, None] + logp.view(b, k, vocab)).view(b, k * vocab)  # (B, K*V)

@@ -19,11 +19,10 @@ import torch
 from model.checkpoint import TOKENIZER_FILE, load_model
 from model.decode import beam_search, greedy_decode
 from model.tokenizer import Tokenizer
-from model.transformer import AttentionMaps
+from model.transformer import KINDS, AttentionMaps, check_head_mask
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "model"
 MAX_TOKENS = 100  # per side, EOS included; Multi30k sentences average ~16 tokens
-KINDS = ("encoder_self", "decoder_self", "cross")
 BOS_PIECE, EOS_PIECE = "<s>", "</s>"
 
 
@@ -59,6 +58,7 @@ class AttentionResult:
     teacher_forced: bool = False
     scale: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    head_mask: np.ndarray | None = None  # (3, L, H) float32 in KINDS order as used (0 = head off), None = all on
 
     def __post_init__(self) -> None:
         s, t = len(self.source_tokens), len(self.target_tokens)
@@ -158,43 +158,54 @@ class Translator:
     def _src_tensor(self, ids: list[int]) -> torch.Tensor:
         return torch.tensor([ids], dtype=torch.long, device=self.device)
 
-    def translate(self, text: str, beam: int = 4, scale: float | None = None) -> str:
+    def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
         _, ids = self._ids(text, "source sentence", [])
-        return self.translate_batch([ids], beam=beam, scale=scale)[0]
+        return self.translate_batch([ids], beam=beam, scale=scale, head_mask=head_mask)[0]
 
     @torch.inference_mode()
-    def translate_batch(self, batch_ids: list[list[int]], beam: int = 4, scale: float | None = None) -> list[str]:
-        """Token-id lists (EOS included) -> translations; one padded batch."""
+    def translate_batch(
+        self, batch_ids: list[list[int]], beam: int = 4, scale: float | None = None, head_mask=None
+    ) -> list[str]:
+        """Token-id lists (EOS included) -> translations; one padded batch.
+
+        ``scale`` and ``head_mask`` (see ``model.transformer.check_head_mask``) act on this call only.
+        """
         width = max(len(ids) for ids in batch_ids)
         src = torch.full((len(batch_ids), width), self.cfg.pad_id, dtype=torch.long)
         for i, ids in enumerate(batch_ids):
             src[i, : len(ids)] = torch.tensor(ids)
         src = src.to(self.device)
         if beam > 1:
-            outs = beam_search(self.model, src, beam=beam, scale=scale)
+            outs = beam_search(self.model, src, beam=beam, scale=scale, head_mask=head_mask)
         else:
-            outs = greedy_decode(self.model, src, scale=scale)
+            outs = greedy_decode(self.model, src, scale=scale, head_mask=head_mask)
         return [self.tokenizer.decode(ids) for ids in outs]
 
     @torch.inference_mode()
-    def attention(self, text: str, target: str | None = None, scale: float | None = None) -> AttentionResult:
+    def attention(
+        self, text: str, target: str | None = None, scale: float | None = None, head_mask=None
+    ) -> AttentionResult:
         """Translate ``text`` greedily (or force ``target``) and return every attention map.
 
-        ``scale`` replaces the model's 1/sqrt(d_k) for this call only (None = the paper's).
+        For this call only: ``scale`` replaces the model's 1/sqrt(d_k) (None = the paper's); ``head_mask``
+        (3, L, H) in ``KINDS`` order switches heads off, 1 = keep, 0 = that head's output zeroed before W^O
+        (see ``model.transformer.check_head_mask``). An ablated head's returned weights are still its
+        softmax's: they show where it would have looked.
         """
         warnings: list[str] = []
         text, src_ids = self._ids(text, "source sentence", warnings)
         src = self._src_tensor(src_ids)
+        head_mask = check_head_mask(head_mask, self.cfg, self.model.embed.weight)
         maps = AttentionMaps()
         target = clean_text(target)
         if target:
             _, tgt_ids = self._ids(target, "given translation", warnings)
             tgt_in = self._src_tensor([self.cfg.bos_id] + tgt_ids[:-1])  # (1, T): BOS + target
-            self.model(src, tgt_in, scale=scale, maps=maps)
+            self.model(src, tgt_in, scale=scale, maps=maps, head_mask=head_mask)
             out_ids = tgt_ids[:-1]
             translation = self.tokenizer.decode(out_ids)
         else:
-            out_ids = greedy_decode(self.model, src, scale=scale, maps=maps)[0]
+            out_ids = greedy_decode(self.model, src, scale=scale, maps=maps, head_mask=head_mask)[0]
             translation = self.tokenizer.decode(out_ids)
         t = maps.decoder_self[0].size(-1)
         # Decoder position i holds BOS (i = 0) or output token i; a cut-off greedy run has no EOS step.
@@ -210,4 +221,5 @@ class Translator:
             teacher_forced=bool(target),
             scale=float(self.cfg.scale if scale is None else scale),
             warnings=warnings,
+            head_mask=None if head_mask is None else head_mask.float().cpu().numpy(),
         )

@@ -3,11 +3,15 @@
 Names follow the paper (and the Annotated Transformer). Attention weights are *returned* from every
 forward pass, never stored on a module: one model instance serves many users at once.
 Shapes: B batch, S source length, T target length, H heads, d_k = d_model / H.
+
+Two per-call values reach every attention block without touching the shared model: ``scale`` (the
+§3.2.1 factor, default 1/sqrt(d_k)) and ``head_mask`` (head ablation, see ``check_head_mask``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -46,6 +50,10 @@ class DecoderState:
             cache.reorder(index)
 
 
+# The three kinds of attention in Figure 1, in the order of ``AttentionMaps`` and of a head mask's first axis.
+KINDS = ("encoder_self", "decoder_self", "cross")
+
+
 @dataclass
 class AttentionMaps:
     """Per-layer attention weights, each (B, H, q_len, k_len)."""
@@ -63,6 +71,40 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
 def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
     """(1, 1, T, T) bool, True on and below the diagonal: position i sees positions <= i (§3.1)."""
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def head_mask_for(cfg: TransformerConfig, off: Iterable[tuple[str, int, int]]) -> Tensor:
+    """A (3, N, h) float head mask, all ones but 0 at each ``(kind, layer, head)`` of ``off`` (0-based)."""
+    mask = torch.ones(len(KINDS), cfg.n_layers, cfg.n_heads)
+    for kind, layer, head in off:
+        if kind not in KINDS:
+            raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
+        if not (0 <= layer < cfg.n_layers and 0 <= head < cfg.n_heads):
+            raise ValueError(
+                f"no head {kind}:{layer}:{head}: layers run 0..{cfg.n_layers - 1}, heads 0..{cfg.n_heads - 1}"
+            )
+        mask[KINDS.index(kind), layer, head] = 0.0
+    return mask
+
+
+def check_head_mask(head_mask, cfg: TransformerConfig, like: Tensor) -> Tensor | None:
+    """Validate a per-call head mask and return it as ``like``'s dtype and device (None = every head on).
+
+    ``head_mask``: anything ``torch.as_tensor`` takes, shape (3, N, h) in ``KINDS`` order, bool or numbers in
+    [0, 1]. Head i of that attention block has its output Attention(Q W^Q_i, K W^K_i, V W^V_i) multiplied by
+    the value before Concat(head_1..h) W^O: 1 keeps it, 0 switches it off (ablation; Michel et al., 2019).
+    The attention *weights* returned for an ablated head are still the ones its softmax computed.
+    """
+    if head_mask is None:
+        return None
+    mask = torch.as_tensor(head_mask)
+    expected = (len(KINDS), cfg.n_layers, cfg.n_heads)
+    if tuple(mask.shape) != expected:
+        raise ValueError(f"head_mask has shape {tuple(mask.shape)}, expected (kinds, layers, heads) = {expected}")
+    mask = mask.to(device=like.device, dtype=like.dtype)
+    if not bool(((mask >= 0) & (mask <= 1)).all()):
+        raise ValueError("head_mask values must lie in [0, 1]: 1 keeps a head, 0 switches it off")
+    return mask
 
 
 def scaled_dot_product_attention(
@@ -102,16 +144,22 @@ class MultiHeadAttention(nn.Module):
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         return self.split_heads(self.w_k(x)), self.split_heads(self.w_v(x))  # 2 x (B, H, L, d_k)
 
-    def attend(self, x_q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> tuple[Tensor, Tensor]:
+    def attend(
+        self, x_q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
         out, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.dropout if self.training else 0.0)
+        if head_mask is not None:  # (H,): head i's output times head_mask[i], before Concat W^O
+            out = out * head_mask[:, None, None]
         b, _, lq, _ = out.shape
         out = out.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k)  # (B, Lq, d_model)
         return self.w_o(out), weights
 
-    def forward(self, x_q: Tensor, x_kv: Tensor, mask: Tensor | None, scale: float) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, x_q: Tensor, x_kv: Tensor, mask: Tensor | None, scale: float, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         k, v = self.project_kv(x_kv)
-        return self.attend(x_q, k, v, mask, scale)
+        return self.attend(x_q, k, v, mask, scale, head_mask)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -151,9 +199,11 @@ class EncoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.relu_dropout)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(2)])
 
-    def forward(self, x: Tensor, src_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, x: Tensor, src_mask: Tensor, scale: float, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         attn_sub, ff_sub = self.sublayer  # (unpacking is cheaper than ModuleList indexing)
-        attn_out, weights = self.self_attn(x, x, src_mask, scale)
+        attn_out, weights = self.self_attn(x, x, src_mask, scale, head_mask)
         x = attn_sub(x, attn_out)
         return ff_sub(x, self.feed_forward(x)), weights
 
@@ -167,7 +217,7 @@ class DecoderLayer(nn.Module):
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
 
     def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None, scale: float,
-                cache: KVCache | None) -> tuple[Tensor, Tensor, Tensor]:
+                cache: KVCache | None, head_mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
         k, v = self.self_attn.project_kv(x)  # (B, H, t_new, d_k)
         if cache is not None:
             if cache.self_k is not None:
@@ -179,9 +229,10 @@ class DecoderLayer(nn.Module):
         else:
             ck, cv = self.src_attn.project_kv(memory)
         self_sub, cross_sub, ff_sub = self.sublayer
-        attn_out, self_w = self.self_attn.attend(x, k, v, tgt_mask, scale)
+        self_heads, cross_heads = (None, None) if head_mask is None else head_mask  # (2, H) -> 2 x (H,)
+        attn_out, self_w = self.self_attn.attend(x, k, v, tgt_mask, scale, self_heads)
         x = self_sub(x, attn_out)
-        attn_out, cross_w = self.src_attn.attend(x, ck, cv, src_mask, scale)
+        attn_out, cross_w = self.src_attn.attend(x, ck, cv, src_mask, scale, cross_heads)
         x = cross_sub(x, attn_out)
         return ff_sub(x, self.feed_forward(x)), self_w, cross_w
 
@@ -212,9 +263,12 @@ class Encoder(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList([EncoderLayer(cfg) for _ in range(cfg.n_layers)])
 
-    def forward(self, x: Tensor, src_mask: Tensor, scale: float, maps: list[Tensor] | None) -> Tensor:
-        for layer in self.layers:
-            x, weights = layer(x, src_mask, scale)
+    def forward(
+        self, x: Tensor, src_mask: Tensor, scale: float, maps: list[Tensor] | None, head_mask: Tensor | None = None
+    ) -> Tensor:
+        """``head_mask``: (N, H) or None."""
+        for i, layer in enumerate(self.layers):
+            x, weights = layer(x, src_mask, scale, None if head_mask is None else head_mask[i])
             if maps is not None:
                 maps.append(weights)
         return x
@@ -234,9 +288,13 @@ class Decoder(nn.Module):
         scale: float,
         state: DecoderState | None,
         maps: AttentionMaps | None,
+        head_mask: Tensor | None = None,
     ) -> Tensor:
+        """``head_mask``: (2, N, H) for (decoder_self, cross), or None."""
         for i, layer in enumerate(self.layers):
-            x, self_w, cross_w = layer(x, memory, src_mask, tgt_mask, scale, state.layers[i] if state else None)
+            cache = state.layers[i] if state else None
+            heads = None if head_mask is None else head_mask[:, i]  # (2, H)
+            x, self_w, cross_w = layer(x, memory, src_mask, tgt_mask, scale, cache, heads)
             if maps is not None:
                 maps.decoder_self.append(self_w)
                 maps.cross.append(cross_w)
@@ -286,12 +344,19 @@ class EncoderDecoder(nn.Module):
         return self.pos(self.embed(tokens) * math.sqrt(self.cfg.d_model), start)  # (B, L, d_model)
 
     def encode(
-        self, src: Tensor, scale: float | None = None, maps: AttentionMaps | None = None
+        self, src: Tensor, scale: float | None = None, maps: AttentionMaps | None = None, head_mask=None
     ) -> tuple[Tensor, Tensor]:
-        """(B, S) source ids -> memory (B, S, d_model) and its key mask (B, 1, 1, S)."""
+        """(B, S) source ids -> memory (B, S, d_model) and its key mask (B, 1, 1, S).
+
+        ``head_mask``: see ``check_head_mask``; only its encoder_self part acts here.
+        """
         src_mask = padding_mask(src, self.cfg.pad_id)
         x = self.embed_tokens(src)
-        memory = self.encoder(x, src_mask, self._scale(scale), maps.encoder_self if maps is not None else None)
+        heads = check_head_mask(head_mask, self.cfg, x)
+        memory = self.encoder(
+            x, src_mask, self._scale(scale), maps.encoder_self if maps is not None else None,
+            None if heads is None else heads[0],
+        )
         return memory, src_mask
 
     def decode(
@@ -302,11 +367,13 @@ class EncoderDecoder(nn.Module):
         scale: float | None = None,
         state: DecoderState | None = None,
         maps: AttentionMaps | None = None,
+        head_mask=None,
     ) -> Tensor:
         """Target ids shifted right (B, T) -> logits (B, T, vocab).
 
         With ``state``, ``tgt_in`` holds only the new positions; earlier keys and values come from the
-        cache, so a step costs O(t) instead of recomputing the whole prefix.
+        cache, so a step costs O(t) instead of recomputing the whole prefix. ``head_mask``: see
+        ``check_head_mask``; its decoder_self and cross parts act here.
         """
         start = state.position if state is not None else 0
         x = self.embed_tokens(tgt_in, start)
@@ -316,7 +383,9 @@ class EncoderDecoder(nn.Module):
             tgt_mask = causal_mask(start + t_new, tgt_in.device)[:, :, start:]
         else:
             tgt_mask = None  # one new query attends to every cached position
-        x = self.decoder(x, memory, src_mask, tgt_mask, self._scale(scale), state, maps)
+        heads = check_head_mask(head_mask, self.cfg, x)
+        heads = None if heads is None else heads[1:]  # (2, N, H): decoder_self, cross
+        x = self.decoder(x, memory, src_mask, tgt_mask, self._scale(scale), state, maps, heads)
         if state is not None:
             state.position += t_new
         return self.generator(x)
@@ -329,10 +398,11 @@ class EncoderDecoder(nn.Module):
         return DecoderState(layers=[KVCache() for _ in range(self.cfg.n_layers)])
 
     def forward(
-        self, src: Tensor, tgt_in: Tensor, scale: float | None = None, maps: AttentionMaps | None = None
+        self, src: Tensor, tgt_in: Tensor, scale: float | None = None, maps: AttentionMaps | None = None,
+        head_mask=None,
     ) -> Tensor:
-        memory, src_mask = self.encode(src, scale, maps)
-        return self.decode(tgt_in, memory, src_mask, scale, maps=maps)
+        memory, src_mask = self.encode(src, scale, maps, head_mask)
+        return self.decode(tgt_in, memory, src_mask, scale, maps=maps, head_mask=head_mask)
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -11,6 +11,7 @@ import torch
 from model import evaluate, translate
 from model.data import read_lines
 from model.inference import MAX_TOKENS, AttentionResult, Translator, clean_text
+from model.transformer import head_mask_for
 
 ODD_INPUTS = [
     "A dog 🐕 runs 🏃‍♂️ in the park.",
@@ -161,3 +162,68 @@ def test_diagnose_prints_one_row_per_encoder_layer(tiny_model_dir, corpus, capsy
     assert diagnose.main([*base, "--init", "0.5"]) == 0
     assert "branch init gain 0.5" in capsys.readouterr().out
     assert diagnose.main(["--model", str(corpus / "missing")]) == 2
+
+
+# ----------------------------------------------------------------------------- head ablation, per request
+
+
+def test_ablation_changes_only_what_it_should(translator):
+    cfg = translator.cfg
+    text, target = "a big dog sits near the water.", "ein großer hund sitzt nahe wasser."
+    plain = translator.attention(text, target=target)
+    ones = translator.attention(text, target=target, head_mask=np.ones((3, cfg.n_layers, cfg.n_heads)))
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        np.testing.assert_array_equal(getattr(ones, kind), getattr(plain, kind))
+    assert plain.head_mask is None and ones.head_mask.shape == (3, cfg.n_layers, cfg.n_heads)
+    off = head_mask_for(cfg, [("decoder_self", 0, 1)])
+    ablated = translator.attention(text, target=target, head_mask=off)
+    np.testing.assert_array_equal(ablated.encoder_self, plain.encoder_self)  # the encoder is upstream
+    np.testing.assert_array_equal(ablated.decoder_self[0], plain.decoder_self[0])  # weights as the softmax made them
+    assert not np.allclose(ablated.cross, plain.cross)  # everything after decoder layer 0's self-attention moves
+    np.testing.assert_array_equal(ablated.head_mask, off.numpy())
+
+
+def test_without_cross_attention_the_source_is_never_seen(translator):
+    """All encoder-decoder heads off: the decoder cannot read the source, so every sentence gets one translation."""
+    cfg = translator.cfg
+    no_cross = head_mask_for(cfg, [("cross", i, h) for i in range(cfg.n_layers) for h in range(cfg.n_heads)])
+    sources = ["a dog runs.", "the red house near the street.", "a woman plays in the water."]
+    ids = [translator.token_ids(s) for s in sources]  # one padded batch: the same length limit for every row
+    for beam in (1, 3):
+        assert len(set(translator.translate_batch(ids, beam=beam, head_mask=no_cross))) == 1
+    # The decoder's output for one given target, per source: identical without cross-attention, not with it.
+    src = torch.tensor([i + [cfg.pad_id] * (max(map(len, ids)) - len(i)) for i in ids])
+    tgt_in = torch.tensor([[cfg.bos_id, 5, 6, 7]] * len(ids))
+    with torch.inference_mode():
+        blind, plain = translator.model(src, tgt_in, head_mask=no_cross), translator.model(src, tgt_in)
+    assert torch.equal(blind[0], blind[1]) and torch.equal(blind[0], blind[2])
+    assert not torch.allclose(plain[0], plain[1])
+
+
+def test_concurrent_ablations_never_change_the_shared_model(translator):
+    """Requests with different heads off, from several threads at once: each gets exactly what it gets alone,
+    and the model's weights stay byte-identical (nothing is patched, hooked or stored on a module)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cfg = translator.cfg
+    before = {k: v.clone() for k, v in translator.model.state_dict().items()}
+    masks = [None] + [head_mask_for(cfg, [(kind, i % cfg.n_layers, i % cfg.n_heads)])
+                      for i, kind in enumerate(["encoder_self", "decoder_self", "cross"] * 2)]
+    text = "a small child plays in the park."
+
+    def request(mask):
+        r = translator.attention(text, head_mask=mask)
+        return r.translation, r.cross, translator.translate(text, beam=2, head_mask=mask)
+
+    alone = [request(m) for m in masks]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(request, masks * 4))
+    for i, (translation, cross, beam) in enumerate(together):
+        expected = alone[i % len(masks)]
+        assert (translation, beam) == (expected[0], expected[2])
+        np.testing.assert_array_equal(cross, expected[1])
+    after = translator.model.state_dict()
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    for m in translator.model.modules():
+        assert not (m._forward_hooks or m._forward_pre_hooks)
+        assert not any("mask" in k for k in vars(m))

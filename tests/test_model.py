@@ -14,7 +14,10 @@ from model.transformer import (
     EncoderDecoder,
     MultiHeadAttention,
     causal_mask,
+    check_head_mask,
     count_parameters,
+    head_mask_for,
+    padding_mask,
 )
 
 
@@ -208,3 +211,102 @@ def test_tiny_model_overfits_a_handful_of_pairs():
     model.eval()
     assert loss.item() < 0.05
     assert greedy_decode(model, src) == [[13, 14, 15], [16, 17], [18, 19, 5]]
+
+
+# ----------------------------------------------------------------------------- head ablation (per call)
+
+
+def test_all_ones_head_mask_is_bitwise_no_mask():
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    cfg = model.cfg
+    plain_maps, ones_maps = AttentionMaps(), AttentionMaps()
+    plain = model(src, tgt, maps=plain_maps)
+    for ones in (torch.ones(3, cfg.n_layers, cfg.n_heads), torch.ones(3, cfg.n_layers, cfg.n_heads, dtype=torch.bool)):
+        ones_maps = AttentionMaps()
+        assert torch.equal(model(src, tgt, maps=ones_maps, head_mask=ones), plain)
+        for a, b in zip(plain_maps.encoder_self + plain_maps.cross, ones_maps.encoder_self + ones_maps.cross):
+            assert torch.equal(a, b)
+    ones = head_mask_for(cfg, [])
+    assert greedy_decode(model, src, max_len=10, head_mask=ones) == greedy_decode(model, src, max_len=10)
+    assert beam_search(model, src, max_len=10, head_mask=ones) == beam_search(model, src, max_len=10)
+
+
+def test_an_ablated_head_is_zeroed_before_w_o():
+    """MultiHead = Concat(head_1..h) W^O with head_i's Attention(...) output set to 0, and weights unchanged."""
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 5, 16)
+    keep = torch.tensor([1.0, 1.0, 0.0, 1.0])
+    out, weights = attn(x, x, None, 0.5, keep)
+    plain_out, plain_weights = attn(x, x, None, 0.5)
+    assert torch.equal(weights, plain_weights)  # what the softmax computed, ablated or not
+    heads = weights @ attn.split_heads(attn.w_v(x))  # (B, H, L, d_k)
+    heads[:, 2] = 0
+    torch.testing.assert_close(out, attn.w_o(heads.transpose(1, 2).reshape(2, 5, 16)))
+    assert not torch.allclose(out, plain_out)
+
+
+def encoder_layer_outputs(model: EncoderDecoder, src: torch.Tensor, head_mask=None):
+    """Each encoder layer's self-attention sub-layer output and layer output, through the model's own layers."""
+    mask, x = padding_mask(src, model.cfg.pad_id), model.embed_tokens(src)
+    heads = check_head_mask(head_mask, model.cfg, x)
+    attn_outs, layer_outs = [], []
+    for i, layer in enumerate(model.encoder.layers):
+        attn_outs.append(layer.self_attn(x, x, mask, model.cfg.scale, None if heads is None else heads[0, i])[0])
+        x, _ = layer(x, mask, model.cfg.scale, None if heads is None else heads[0, i])
+        layer_outs.append(x)
+    return attn_outs, layer_outs
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_ablating_an_encoder_head_changes_its_sublayer_and_nothing_before(layer):
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    off = head_mask_for(model.cfg, [("encoder_self", layer, 2)])
+    plain_attn, plain_layers = encoder_layer_outputs(model, src)
+    attn, layers = encoder_layer_outputs(model, src, off)
+    for i in range(layer):
+        assert torch.equal(attn[i], plain_attn[i]) and torch.equal(layers[i], plain_layers[i])
+    for i in range(layer, model.cfg.n_layers):
+        assert not torch.allclose(attn[i], plain_attn[i]) and not torch.allclose(layers[i], plain_layers[i])
+    # The model's own encode() agrees with the layer-by-layer run, and its maps up to this layer are unchanged.
+    plain_maps, maps = AttentionMaps(), AttentionMaps()
+    assert torch.equal(model.encode(src, maps=maps, head_mask=off)[0], layers[-1])
+    model.encode(src, maps=plain_maps)
+    for i in range(model.cfg.n_layers):
+        assert torch.equal(maps.encoder_self[i], plain_maps.encoder_self[i]) == (i <= layer)
+
+
+def test_ablating_cross_attention_leaves_the_encoder_and_earlier_maps_alone():
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    off = head_mask_for(model.cfg, [("cross", 1, 0), ("cross", 1, 3)])
+    plain_maps, maps = AttentionMaps(), AttentionMaps()
+    plain, logits = model(src, tgt, maps=plain_maps), model(src, tgt, maps=maps, head_mask=off)
+    assert not torch.allclose(plain, logits)
+    pairs = zip(plain_maps.encoder_self + plain_maps.decoder_self + plain_maps.cross,
+                maps.encoder_self + maps.decoder_self + maps.cross)
+    assert all(torch.equal(a, b) for a, b in pairs)  # layer 1's cross weights are computed before its heads act
+    # Cached step-by-step decoding applies the same mask.
+    memory, src_mask = model.encode(src, head_mask=off)
+    state = model.new_state()
+    steps = [model.decode(tgt[:, i : i + 1], memory, src_mask, state=state, head_mask=off) for i in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), logits, atol=1e-5, rtol=1e-5)
+
+
+def test_head_mask_is_checked():
+    model = tiny_model()
+    src, tgt = batch(model.cfg)
+    cfg = model.cfg
+    with pytest.raises(ValueError, match=r"shape \(2, 2, 4\), expected .* \(3, 2, 4\)"):
+        model(src, tgt, head_mask=torch.ones(2, cfg.n_layers, cfg.n_heads))
+    for bad in (2.0, -0.5, float("nan")):
+        with pytest.raises(ValueError, match=r"\[0, 1\]"):
+            model(src, tgt, head_mask=torch.full((3, cfg.n_layers, cfg.n_heads), bad))
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        head_mask_for(cfg, [("encoder", 0, 0)])
+    with pytest.raises(ValueError, match="no head cross:2:0"):
+        head_mask_for(cfg, [("cross", 2, 0)])
+    mask = head_mask_for(cfg, [("decoder_self", 1, 3)])
+    assert mask.shape == (3, cfg.n_layers, cfg.n_heads) and mask.sum() == mask.numel() - 1 and mask[1, 1, 3] == 0
