@@ -1,0 +1,228 @@
+"""The alignment (head) view: two columns of tokens and a line for each pair, as a plotly figure spec.
+
+Query tokens stand in the left column, key tokens in the right one (token i at height i, row 0 on top,
+placed by position so a repeated word keeps its own row). A line joins query q to key k; its opacity
+is the attention weight w[q, k] of the chosen layer, for one head or for every head in its own colour.
+For cross-attention this is the word alignment; like `viz.heatmaps`, rows attend to columns.
+
+Encoding (plotly cannot vary opacity within one trace, and one trace per line is slow at 60 × 60):
+- the opacity of a line is its weight rounded to the nearest tenth, ``round(w * LEVELS) / LEVELS``
+  with ``LEVELS = 10``, so |opacity - weight| <= 0.05; lines that would round to 0 (w < 0.05) are not
+  drawn (``THRESHOLD``);
+- one ``scatter`` trace per (head, opacity level) holds all of its lines as segments
+  x = [0, 1, None, ...], y = [q, k, None, ...]: at most LEVELS traces per head (80 for 8 heads), plus
+  the two token columns and, with all heads, one legend entry per head (at most 90 traces). A softmax
+  row has at most 1 / THRESHOLD = 20 weights >= 0.05, so a head draws at most 20 lines per query token;
+- machine-readable: each line trace carries ``meta = {"attnLines": {"head": h (1-based), "level": n,
+  "q": [...], "k": [...]}}``, the query and key index of each of its segments in order; its opacity
+  is n / LEVELS. The token columns carry ``meta = {"attnTokens": "q" | "k"}`` and ``customdata`` =
+  the token index. ``LINES_JS`` (below) reads these to show only one token's lines on hover/click.
+
+Colours: the Okabe–Ito palette (colour-blind safe), its black replaced by grey so that it shows on a
+dark page; head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views.
+Transparent background, mid-grey text at 14 px (a projector), token text escaped (`escape_token`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from viz.heatmaps import TEXT_COLOR, TRANSPARENT, _escape_text, check_attention, escape_token
+
+LEVELS = 10  # opacity resolution: weights are drawn at the nearest tenth
+THRESHOLD = 0.5 / LEVELS  # lines below this round to opacity 0 and are left out
+ALL_HEADS = 0  # `head` value: every head, each in its own colour
+HEAD_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
+FONT_PX = 14
+ROW_PX = 24  # vertical pitch of one token row
+LINE_PX = 2
+
+# For assets/web/app.js: hovering (or clicking) a token dot shows only that token's lines; leaving it, or
+# clicking the same token again, shows all lines. Hook it once per drawn figure:
+# `window.attnLinesHook(document.querySelector('#lines .js-plotly-plot'))`.
+LINES_JS = """
+window.attnLinesHook = (gd) => {
+  if (!gd || !gd.on || gd.attnLinesHooked) return;
+  gd.attnLinesHooked = true;
+  let pinned = null;  // "q:5" after a click keeps that token's lines until the next click
+  const show = (side, index) => {
+    const xs = [], ys = [], traces = [];
+    gd.data.forEach((trace, i) => {
+      const m = trace.meta && trace.meta.attnLines;
+      if (!m) return;
+      const x = [], y = [];
+      m.q.forEach((q, s) => {
+        if (side === null || (side === 'q' ? q : m.k[s]) === index) x.push(0, 1, null), y.push(q, m.k[s], null);
+      });
+      xs.push(x); ys.push(y); traces.push(i);
+    });
+    if (traces.length) Plotly.restyle(gd, {x: xs, y: ys}, traces);
+  };
+  const token = (ev) => {
+    const p = ev.points && ev.points[0];
+    const side = p && p.data.meta && p.data.meta.attnTokens;
+    return side ? {side, index: p.customdata, key: `${side}:${p.customdata}`} : null;
+  };
+  gd.on('plotly_hover', (ev) => { const t = token(ev); if (t && pinned === null) show(t.side, t.index); });
+  gd.on('plotly_unhover', () => { if (pinned === null) show(null); });
+  gd.on('plotly_click', (ev) => {
+    const t = token(ev);
+    if (!t) return;
+    pinned = pinned === t.key ? null : t.key;
+    show(pinned === null ? null : t.side, t.index);
+  });
+};
+"""
+
+
+def _axis(**extra) -> dict:
+    """An axis without zero line, border or tick marks (and no grid unless asked); the rest from the caller."""
+    return {"showgrid": False, "zeroline": False, "showline": False, "ticks": "", **extra}
+
+
+def head_color(head: int) -> str:
+    """Colour of head ``head`` (1-based)."""
+    return HEAD_COLORS[(head - 1) % len(HEAD_COLORS)]
+
+
+def _segments(q: np.ndarray, k: np.ndarray) -> tuple[list, list]:
+    """Segment lists for plotly: x = [0, 1, None, ...], y = [q0, k0, None, q1, k1, None, ...]."""
+    n = len(q)
+    x = [0, 1, None] * n
+    y: list = [None] * (3 * n)
+    y[0::3], y[1::3] = q.tolist(), k.tolist()
+    return x, y
+
+
+def _line_traces(w: np.ndarray, heads: Sequence[int]) -> list[dict]:
+    """w (H_shown, Q, K) of the heads numbered ``heads`` (1-based) -> one trace per (head, level)."""
+    level = np.rint(w.astype(np.float64) * LEVELS).astype(np.int64)  # (H_shown, Q, K), 0..LEVELS
+    traces = []
+    for i, head in enumerate(heads):
+        for n in range(1, LEVELS + 1):
+            q, k = np.nonzero(level[i] == n)  # row-major: segments ordered by query, then key
+            if not len(q):
+                continue
+            x, y = _segments(q, k)
+            traces.append(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=x,
+                    y=y,
+                    opacity=n / LEVELS,
+                    line=dict(color=head_color(head), width=LINE_PX),
+                    hoverinfo="skip",
+                    name=f"head {head}",
+                    legendgroup=f"head {head}",
+                    showlegend=False,
+                    meta={"attnLines": {"head": head, "level": n, "q": q.tolist(), "k": k.tolist()}},
+                )
+            )
+    return traces
+
+
+def _legend_trace(head: int) -> dict:
+    """The legend entry of one head: a zero-length line under the first token dot.
+
+    Separate from the line traces, which the page script may empty (plotly drops empty traces from the
+    legend); a click on the entry hides or shows the head's whole legend group.
+    """
+    return dict(
+        type="scatter",
+        mode="lines",
+        x=[0, 0],
+        y=[0, 0],
+        line=dict(color=head_color(head), width=4),
+        hoverinfo="skip",
+        name=f"head {head}",
+        legendgroup=f"head {head}",
+        showlegend=True,
+    )
+
+
+def _token_trace(side: str, texts: list[str], x: float, label: str) -> dict:
+    """One column of token dots: the hover (and click) targets, labelled by the axis ticks beside them."""
+    n = len(texts)
+    return dict(
+        type="scatter",
+        mode="markers",
+        x=[x] * n,
+        y=list(range(n)),
+        yaxis="y" if side == "q" else "y2",
+        marker=dict(size=10, color=TEXT_COLOR),
+        customdata=list(range(n)),
+        text=texts,
+        hovertemplate=f"{_escape_text(label)} %{{customdata}}: %{{text}}<extra></extra>",
+        showlegend=False,
+        meta={"attnTokens": side},
+    )
+
+
+def _token_axis(texts: list[str], rows: int, title: str, **extra) -> dict:
+    return _axis(
+        title=dict(text=_escape_text(title), font=dict(size=FONT_PX)),
+        tickmode="array",
+        tickvals=list(range(len(texts))),
+        ticktext=texts,
+        tickfont=dict(size=FONT_PX),
+        range=[rows - 0.5, -0.5],  # reversed: token 0 on top; the same range on both sides
+        automargin=True,
+        fixedrange=True,
+        **extra,
+    )
+
+
+def lines_spec(
+    weights,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    layer: int = 1,
+    head: int = ALL_HEADS,
+    *,
+    title: str = "",
+    query_label: str = "query (attending) token",
+    key_label: str = "key (attended) token",
+) -> dict:
+    """The alignment view of ``weights`` (L, H, Q, K) at ``layer`` (1-based) as a plotly figure spec.
+
+    ``head``: 1..H draws that head only; ``ALL_HEADS`` (0) draws every head in its own colour, with a
+    legend entry per head (a legend click hides or shows a head). See the module docstring.
+    """
+    w = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
+    n_layers, n_heads, n_q, n_k = w.shape
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:
+        raise ValueError(f"layer must be an integer from 1 to {n_layers}, got {layer!r}")
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head <= n_heads:
+        raise ValueError(f"head must be an integer from 1 to {n_heads}, or {ALL_HEADS} for all heads; got {head!r}")
+    heads = list(range(1, n_heads + 1)) if head == ALL_HEADS else [int(head)]
+    shown = w[layer - 1, [h - 1 for h in heads]]  # (H_shown, Q, K)
+
+    q_text = [escape_token(t) for t in query_tokens]
+    k_text = [escape_token(t) for t in key_tokens]
+    rows = max(n_q, n_k)
+    data = _line_traces(shown, heads)
+    if len(heads) > 1:
+        data += [_legend_trace(h) for h in heads]
+    data += [_token_trace("q", q_text, 0, "query"), _token_trace("k", k_text, 1, "key")]
+    layout = dict(
+        template=dict(layout=dict(hovermode="closest")),  # plotly's default template kept out of the JSON
+        height=ROW_PX * rows + (40 if title else 12) + (80 if len(heads) > 1 else 40),
+        autosize=True,
+        margin=dict(l=8, r=8, t=40 if title else 12, b=8),
+        paper_bgcolor=TRANSPARENT,
+        plot_bgcolor=TRANSPARENT,
+        font=dict(color=TEXT_COLOR, size=FONT_PX),
+        hovermode="closest",
+        dragmode=False,
+        xaxis=_axis(range=[-0.08, 1.08], showticklabels=False, fixedrange=True),
+        yaxis=_token_axis(q_text, rows, query_label, side="left"),
+        yaxis2=_token_axis(k_text, rows, key_label, side="right", overlaying="y"),
+        legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="top", font=dict(size=FONT_PX)),
+        showlegend=len(heads) > 1,
+    )
+    if title:
+        layout["title"] = dict(text=_escape_text(title), x=0, xref="paper", xanchor="left", font=dict(size=FONT_PX))
+    return dict(data=data, layout=layout)
