@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import gzip
-import os
 import random
 from pathlib import Path
 
 import pytest
 import torch
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+from viz.vocab import set_offline_env
+
+set_offline_env()  # nothing leaves loopback, before any test imports gradio
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "assets" / "model"

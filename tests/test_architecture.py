@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +12,8 @@ from model.config import MULTI30K_SMALL, PAPER_BASE, PRESETS, TINY, TransformerC
 from model.params import format_count, parameter_breakdown
 from model.transformer import EncoderDecoder, count_parameters
 from viz import architecture
-from viz.architecture import ATTENTION_KINDS, figure1_svg, figure2_svg
+from viz.architecture import figure1_svg, figure2_svg
+from viz.vocab import KINDS
 
 torch.set_num_threads(1)
 NS = "{http://www.w3.org/2000/svg}"
@@ -149,7 +149,7 @@ def test_blocks_have_tooltips_and_attention_links() -> None:
     for g in blocks + [g for g in root.iter(f"{NS}g") if g.get("data-repeat")]:
         assert g[0].tag == f"{NS}title" and g[0].text, g.get("class")
     kinds = [g.get("data-attention") for g in root.iter(f"{NS}g") if g.get("data-attention") is not None]
-    assert sorted(kinds) == sorted(ATTENTION_KINDS)
+    assert sorted(kinds) == sorted(KINDS)
     for g in root.iter(f"{NS}g"):
         if g.get("data-attention"):
             assert "tf-attn" in g.get("class").split() and g.get("tabindex") == "0"
@@ -179,8 +179,3 @@ def test_text_is_escaped() -> None:
     assert "<b>" not in group
     with pytest.raises(ValueError):
         architecture._group("tf-block", "x", "", attention="bogus")
-
-
-def test_viz_never_imports_gradio() -> None:
-    source = Path(architecture.__file__).read_text(encoding="utf-8")
-    assert not re.search(r"^\s*(import|from)\s+gradio", source, re.M)

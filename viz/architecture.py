@@ -28,8 +28,8 @@ from xml.sax.saxutils import escape
 
 from model.config import TransformerConfig
 from model.params import format_count, parameter_breakdown
+from viz.vocab import KINDS
 
-ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
 FONT = "system-ui, sans-serif"
 COLORS = {  # close to the paper's palette; used only as translucent fills and outlines
     "attn": "#f59e0b", "ffn": "#3b82f6", "norm": "#eab308", "embed": "#ec4899", "linear": "#8b5cf6",
@@ -87,7 +87,7 @@ def _rect(x: float, y: float, w: float, h: float, kind: str) -> str:
 def _group(cls: str, title: str, body: str, params: int | None = None, attention: str | None = None, extra="") -> str:
     attrs = f' class="{_attr(cls)}"' + (f' data-params="{params}"' if params is not None else "") + extra
     if attention is not None:
-        if attention not in ATTENTION_KINDS:
+        if attention not in KINDS:
             raise ValueError(f"unknown attention kind {attention!r}")
         attrs += f' data-attention="{attention}" tabindex="0" role="button"'
     return f"<g{attrs}><title>{escape(title)}</title>{body}</g>"

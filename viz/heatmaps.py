@@ -42,11 +42,11 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz.vocab import TEXT_COLOR, TRANSPARENT
+
 # Viridis, the same 10 stops as plotly.colors.sequential.Viridis.
 _VIRIDIS = "#440154 #482878 #3e4989 #31688e #26828e #1f9e89 #35b779 #6ece58 #b5de2b #fde725".split()
 COLORSCALE: tuple[tuple[float, str], ...] = tuple((i / (len(_VIRIDIS) - 1), c) for i, c in enumerate(_VIRIDIS))
-TEXT_COLOR = "#888888"  # mid-grey: readable on white and on near-black pages
-TRANSPARENT = "rgba(0,0,0,0)"
 
 _LEVELS = 100  # overview stores round(weight * 100) as uint8: whole percent, error <= 0.005
 _GAP = _LEVELS + 1  # cell value between tiles; painted transparent by _OVERVIEW_COLORSCALE
@@ -58,6 +58,10 @@ _ROW_PX = 120  # overview height per layer row
 _BAND_PX = 14  # blank band above each tile row, room for the "L1 H1" tile labels
 _OVERVIEW_TOKEN_LEN = 16  # tokens are shortened harder in the overview hover labels
 _OVERVIEW_LABEL_BUDGET = 14_000  # characters of row/column labels before falling back to positions only
+# The overview's row and column labels begin "L<layer> query " and "H<head> key " (1-based); the page script
+# (assets/web/app.js, given these patterns by app.py) reads a clicked tile's layer and head from them.
+LAYER_LABEL = r"^L(\d+) query "
+HEAD_LABEL = r"^H(\d+) key "
 
 _SPECIAL = re.compile(r"</?[A-Za-z0-9_|]{1,16}>")  # <s>, </s>, <unk>, <pad>, <2de>
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -20,12 +20,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-TEXT_COLOR = "#888888"  # mid-grey: readable on white and on near-black pages
+from viz.vocab import TEXT_COLOR, TRANSPARENT
+
 GRID_COLOR = "rgba(136,136,136,0.25)"
-TRANSPARENT = "rgba(0,0,0,0)"
 SCALED_COLOR = "#3A8FD9"  # × 1/√d_k, the paper's
 UNSCALED_COLOR = "#E8701A"  # × 1, or the factor chosen on the slider
-REF_COLOR = "#888888"
+REF_COLOR = TEXT_COLOR
 FONT_SIZE = 16
 
 PAPER_QUOTE = (
@@ -97,8 +97,8 @@ def _nearest(grid: np.ndarray, d_k: float) -> int:
     return int(np.argmin(np.abs(np.log2(grid) - math.log2(d_k))))
 
 
-def _value_at(curves: dict, setting: str, metric: str, d_k: float) -> float:
-    """Same rule as model.scaling.value_at: linear in log d_k (and log value for gradients)."""
+def value_at(curves: dict, setting: str, metric: str, d_k: float) -> float:
+    """A ``saturation_curves`` curve's value at ``d_k``: linear in log d_k (and in log value for the gradients)."""
     x, y = np.log2(curves["d_k"]), np.asarray(curves[setting][metric], dtype=np.float64)
     if metric in ("jacobian_norm", "grad_q_norm"):
         return float(2.0 ** np.interp(math.log2(d_k), x, np.log2(np.maximum(y, 1e-300))))
@@ -297,7 +297,7 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
                             line=dict(color=color, width=3), marker=dict(size=7),
                             hovertemplate=f"d_k = %{{x}}<br>{name}: %{{y:.3g}}<extra></extra>", row=row, col=col)
         if d_k is not None:
-            ys = [_value_at(curves, s, metric, d_k) for s in ("scaled", "unscaled")]
+            ys = [value_at(curves, s, metric, d_k) for s in ("scaled", "unscaled")]
             fig.add_scatter(x=[d_k, d_k], y=ys, mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=15, color=[SCALED_COLOR, UNSCALED_COLOR],
                                         line=dict(color=TEXT_COLOR, width=2)), row=row, col=col)
@@ -313,7 +313,7 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
 
 
 def curves_text(curves: dict, d_k: int = 512) -> str:
-    v = {(s, m): _value_at(curves, s, m, d_k) for s in ("scaled", "unscaled") for m, _, _ in _CURVE_PANELS}
+    v = {(s, m): value_at(curves, s, m, d_k) for s in ("scaled", "unscaled") for m, _, _ in _CURVE_PANELS}
     ratio_j = v["scaled", "jacobian_norm"] / max(v["unscaled", "jacobian_norm"], 1e-300)
     ratio_q = v["scaled", "grad_q_norm"] / max(v["unscaled", "grad_q_norm"], 1e-300)
     where = "" if np.isclose(curves["d_k"], d_k).any() else " (read between the measured points)"
@@ -336,14 +336,13 @@ def entropy_comparison_figure(
     normal: np.ndarray,
     changed: np.ndarray,
     labels: tuple[str, str] = ("trained scale × 1/√d_k", "changed scale"),
-    max_entropy: float | None = None,
 ) -> go.Figure:
     """Mean attention entropy per head, (L, H) each: two heatmaps side by side on one colour scale."""
     a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
     if a.ndim != 2 or a.shape != b.shape:
         raise ValueError(f"expected two (L, H) arrays of one shape, got {a.shape} and {b.shape}")
     n_layers, n_heads = a.shape
-    top = max_entropy if max_entropy is not None else float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
+    top = float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05, subplot_titles=labels)
     for col, z in enumerate((a, b), start=1):
         fig.add_heatmap(z=z.astype(np.float32), x=np.arange(1, n_heads + 1), y=np.arange(1, n_layers + 1),
@@ -361,19 +360,17 @@ def entropy_comparison_text(
     normal: np.ndarray,
     changed: np.ndarray,
     labels: tuple[str, str] = ("the trained scale", "the changed scale"),
-    max_entropy: float | None = None,
 ) -> str:
     a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
     ma, mb = float(np.nanmean(a)), float(np.nanmean(b))
     sharper = int(np.nansum(b < a))
     n = int(np.isfinite(a).sum())
-    bound = f" (an even spread over all keys would give up to {fmt(max_entropy)} nats)" if max_entropy else ""
     if mb < ma:
         why = "Sharper maps are the saturation of §3.2.1: larger logits push each softmax towards one key."
     else:
         why = "Smaller logits spread each softmax more evenly over the keys."
     return (
         f"Averaged over all {n} heads, the attention entropy is {fmt(ma)} nats with {labels[0]} and {fmt(mb)} nats "
-        f"with {labels[1]}{bound}. Lower entropy means sharper, more one-hot attention; {sharper} of the {n} heads "
+        f"with {labels[1]}. Lower entropy means sharper, more one-hot attention; {sharper} of the {n} heads "
         f"became sharper. {why}"
     )
