@@ -18,6 +18,8 @@ import traceback
 from importlib.metadata import version
 from pathlib import Path
 
+from viz.vocab import set_offline_env
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
 SECTIONS = ("server", "browser", "payload", "model")  # server also yields load, cold_start and payload_sent
@@ -163,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads for the model section (default 1: what the app uses on a CPU)")
     args = parser.parse_args(argv)
-    for key, value in (("GRADIO_ANALYTICS_ENABLED", "False"), ("HF_HUB_OFFLINE", "1"),
-                       ("HF_HUB_DISABLE_TELEMETRY", "1")):
-        os.environ.setdefault(key, value)
+    set_offline_env()
     t0 = time.perf_counter()
     results = run_all(args.quick, args.threads)
     results["total_s"] = time.perf_counter() - t0

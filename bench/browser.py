@@ -12,11 +12,25 @@ The page is ``python -m bench.serve`` (the app plus an echo button). Times are t
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
-from bench.common import app_process, stats
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, is_loopback
+from bench.common import app_process, is_loopback, stats
+
+# Debian's Chromium, driven by Playwright (never `playwright install`); these flags keep it off the network.
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
 
 TEXTS = (
     "A man in a blue shirt is playing the guitar on the street.",

@@ -7,6 +7,7 @@ import http.client
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from tests.browser_util import free_port, is_loopback
+from viz.vocab import OFFLINE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
-OFFLINE_ENV = {"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 # Multi30k-like captions (written for the benchmark, not taken from the data set). `words(n)` walks
 # through them in order, so a text of n words is the same on every run.
@@ -61,6 +62,20 @@ def stats(samples_s: Sequence[float]) -> dict:
             "samples_ms": [round(v, 3) for v in ms]}
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def is_loopback(url: str) -> bool:
+    """Whether a request stays on this machine (data:, blob: and the browser's own schemes count as local)."""
+    parsed = urlparse(url)
+    if parsed.scheme in ("data", "blob", "about", "chrome", "chrome-extension"):
+        return True
+    return (parsed.hostname or "") in LOOPBACK
+
+
 def read_status_kb(pid: int, field: str) -> int:
     """A ``kB`` field of /proc/<pid>/status (VmHWM = peak resident set, VmRSS = now)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -79,7 +94,7 @@ class AppProcess:
 
 @contextlib.contextmanager
 def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0) -> Iterator[AppProcess]:
-    """``python <args>`` on a free loopback port, like tests.browser_util.running_app, but timed and with its pid.
+    """``python <args>`` on a free loopback port (the browser tests' app too), timed and with its pid.
 
     Output goes to a temporary file (a pipe nobody reads could fill up and block the server).
     """

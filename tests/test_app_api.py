@@ -1,4 +1,4 @@
-"""The app through its API: `app.demo` launched in-process on a free loopback port, driven by gradio_client.
+"""The app through its API: `app.create_app` launched in-process as `app.launch` serves it, driven by gradio_client.
 
 Every named endpoint is called the way a script would call it and checked against what it promises:
 a translation and status text, plot payloads whose heatmaps match the token counts, attention arrays of
@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import torch
 from gradio_client import Client
+
+from bench.common import free_port
+from model.inference import Translator
+from viz.architecture import figure1_svg
 
 # gradio's own queue code trips pandas deprecation warnings; they are not this app's.
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
@@ -26,23 +29,18 @@ pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 SENTENCE = "A man in a blue shirt is playing the guitar on the street."
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_module():
-    threads = torch.get_num_threads()
-    import app  # loads the shipped model: done once, here, not at collection time (it sets 1 torch thread)
+    """The served app (``demo``) and its model (``translator``): the shipped model, loaded once, here."""
+    import app
 
-    app.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(), quiet=True)
+    translator = Translator(app.MODEL_DIR)
+    demo = app.create_app(translator)
+    app.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     try:
-        yield app
+        yield SimpleNamespace(demo=demo, translator=translator)
     finally:
-        app.demo.close()
-        torch.set_num_threads(threads)  # the tests after this module train and decode with every core
+        demo.close()
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +121,7 @@ def test_visualise_and_the_views_that_reuse_its_maps(app_module):
     c = new_client(app_module)
     translation, status, overview, detail = c.predict(SENTENCE, "", "encoder_self", 1, 0, api_name="/visualise")
     assert isinstance(translation, str) and translation.strip()
-    assert app_module.TRANSLATOR.device_label in status and ("CPU" in status or "GPU" in status)
+    assert app_module.translator.device_label in status and ("CPU" in status or "GPU" in status)
     # the status counts the tokens: the plots must match them
     n_src = int(status.split(" source tokens")[0].split()[-1])
     n_tgt = int(status.split(" decoder positions")[0].split()[-1])
@@ -134,8 +132,8 @@ def test_visualise_and_the_views_that_reuse_its_maps(app_module):
     # Opening the Architecture tab draws Figure 1 with this session's shapes.
     svg = c.predict(api_name="/figure1")
     assert svg.lstrip().startswith("<svg")
-    assert svg == app_module.figure1_svg(app_module.CFG, n_src, n_tgt)
-    assert new_client(app_module).predict(api_name="/figure1") == app_module.figure1_svg(app_module.CFG)  # none yet
+    assert svg == figure1_svg(app_module.translator.cfg, n_src, n_tgt)
+    assert new_client(app_module).predict(api_name="/figure1") == figure1_svg(app_module.translator.cfg)  # none yet
 
     # The same session's cached maps: other kinds, another layer and head, without running the model.
     overview, detail = c.predict("cross", 3, 2, api_name="/render_views")

@@ -1,0 +1,227 @@
+"""The presenters of viz/views/ without a server: the tiny model's results in, finished figures and text out.
+
+Every number a figure shows is checked against the model's own maps, recomputed here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from model.inference import KINDS as MODEL_KINDS
+from model.inference import Translator
+from viz.architecture import figure1_svg
+from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
+from viz.views import architecture, attention, scaling
+from viz.views.figure import Figure, finish_figure
+from viz.views.model_card import model_card
+from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS
+
+TEXT = "a big dog runs in the park."
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir) -> Translator:
+    return Translator(tiny_model_dir, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def result(translator):
+    return translator.attention(TEXT)
+
+
+def array(value) -> np.ndarray:
+    """A plotly typed array {"dtype", "bdata", "shape"} (or a plain list) as numpy."""
+    if isinstance(value, dict):
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        return arr.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else arr
+    return np.asarray(value)
+
+
+def heatmaps(fig: Figure) -> list[dict]:
+    return [t for t in fig["data"] if t["type"] == "heatmap"]
+
+
+def entropy(maps: np.ndarray) -> np.ndarray:
+    """Mean entropy (nats) of each head's rows: (L, H, Q, K) -> (L, H)."""
+    w = maps.astype(np.float64)
+    return -(w * np.log(np.where(w > 0, w, 1.0))).sum(-1).mean(-1)
+
+
+def test_the_views_speak_the_models_kinds():
+    assert KINDS == MODEL_KINDS
+    assert set(KIND_LABELS) == set(AXIS_LABELS) == set(KINDS)
+    assert [kind for _, kind in attention.KIND_CHOICES] == list(KINDS)
+
+
+def test_check_view_accepts_the_choices_and_names_the_ranges(translator):
+    cfg = translator.cfg  # tiny: 2 layers, 4 heads
+    assert attention.check_view(cfg, "cross", 2, 4) == ("cross", 2, 4)
+    assert attention.check_view(cfg, "cross", 2.0, None) == ("cross", 2, attention.MEAN)
+    with pytest.raises(ValueError, match="Unknown attention kind 'both'"):
+        attention.check_view(cfg, "both", 1, 0)
+    for layer, head in ((3, 0), (-1, 1), (1, 5), (1, -1), ("abc", 0), (float("nan"), 0), (1, float("inf"))):
+        with pytest.raises(ValueError, match="Layer must be 1–2 and head 0–4"):
+            attention.check_view(cfg, "encoder_self", layer, head)
+    assert attention.head_choices(4) == [("mean", 0), ("1", 1), ("2", 2), ("3", 3), ("4", 4)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_overview_shows_every_weight_of_the_model_in_whole_percent(result, kind):
+    fig = attention.overview_plot(result, kind)
+    (trace,) = heatmaps(fig)
+    z = array(trace["z"])
+    maps = result.maps(kind)  # (L, H, Q, K)
+    q_tokens, k_tokens = result.tokens(kind)
+    rows = {i: m for i, label in enumerate(trace["y"]) if (m := re.match(LAYER_LABEL + r"(\d+)", label))}
+    cols = {j: m for j, label in enumerate(trace["x"]) if (m := re.match(HEAD_LABEL + r"(\d+)", label))}
+    assert len(rows) == maps.shape[0] * len(q_tokens) and len(cols) == maps.shape[1] * len(k_tokens)
+    for i, row in rows.items():
+        layer, query = int(row[1]), int(row[2])
+        for j, col in cols.items():
+            head, key = int(col[1]), int(col[2])
+            assert z[i, j] == round(float(maps[layer - 1, head - 1, query, key]) * 100)
+    assert "title" not in fig["layout"] and fig["layout"]["margin"]["t"] >= 30
+    assert fig["config"]["toImageButtonOptions"]["filename"] == f"{kind}_all_heads"
+
+
+def test_detail_is_one_head_or_the_mean_of_the_layers_heads(translator, result):
+    cfg = translator.cfg
+    fig = attention.detail_plot(cfg, result, "cross", 2, attention.MEAN)
+    np.testing.assert_allclose(array(heatmaps(fig)[0]["z"]), result.cross[1].mean(axis=0), atol=1e-6)
+    assert fig["layout"]["title"]["text"] == "Encoder–decoder attention · layer 2 · mean of 4 heads"
+    assert fig["config"]["toImageButtonOptions"]["filename"] == "cross_layer2_mean"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "decoder position: input token (query)"
+
+    fig = attention.detail_plot(cfg, result, "decoder_self", "1", "3")
+    np.testing.assert_array_equal(array(heatmaps(fig)[0]["z"]), result.decoder_self[0, 2])
+    assert fig["layout"]["title"]["text"].endswith("layer 1 · head 3")
+    assert fig["config"]["toImageButtonOptions"]["filename"] == "decoder_self_layer1_head3"
+
+    assert attention.detail_plot(cfg, None, "cross", 9, 9) is None  # nothing to draw yet: no complaint
+    assert attention.views(cfg, None, "cross", 1, 0) == (None, None)
+    with pytest.raises(ValueError, match="Layer must be"):
+        attention.views(cfg, result, "cross", 3, 0)
+
+
+def test_status_text_counts_the_tokens_and_says_what_is_shown(translator, result):
+    text = attention.status_text(result, "CPU (float32)")
+    assert f"{len(result.source_tokens)} source tokens, {len(result.target_tokens)} decoder positions" in text
+    assert "the model's greedy translation" in text and "**CPU (float32)**" in text
+    forced = translator.attention(TEXT, target="ein hund.")
+    forced.warnings.append("cut short")
+    text = attention.status_text(forced, "CPU")
+    assert "teacher forcing" in text and text.endswith("⚠️ cut short")
+
+
+def test_clicks_from_the_page_script(translator):
+    cfg = translator.cfg
+    assert attention.tile_from_click(cfg, "2,4,1712345678901") == (2, 4)
+    for message in ("3,1,1", "1,5,1", "x,1,1", "1", "", None):
+        assert attention.tile_from_click(cfg, message) is None
+    assert architecture.kind_from_click("decoder_self|1712345678901") == "decoder_self"
+    assert architecture.kind_from_click("<b>|1") is None and architecture.kind_from_click(None) is None
+
+
+def test_figure1_has_the_sessions_shapes_once_it_has_a_sentence(translator, result):
+    assert architecture.figure1_for(translator.cfg, None) == figure1_svg(translator.cfg)
+    svg = architecture.figure1_for(translator.cfg, result)
+    assert svg == figure1_svg(translator.cfg, len(result.source_tokens), len(result.target_tokens))
+    assert f"(1, {len(result.source_tokens)}) token ids" in svg
+
+
+def test_export_files_hold_the_maps(result):
+    npz, js = map(Path, attention.export_files(result))
+    assert (npz.name, js.name) == ("attention.npz", "attention.json")
+    with np.load(npz) as data:
+        np.testing.assert_array_equal(data["cross"], result.cross)
+    assert json.loads(js.read_text(encoding="utf-8"))["translation"] == result.translation
+    with pytest.raises(ValueError, match="Nothing to export yet"):
+        attention.export_files(None)
+
+
+def test_api_checks():
+    assert attention.check_beam(4) == 4 and attention.check_beam("1") == 1
+    for beam in (0, 9, "abc", None, float("nan")):
+        with pytest.raises(ValueError, match="Beam size must be between 1 and 8"):
+            attention.check_beam(beam)
+    assert attention.check_scale(None) is None and attention.check_scale(0.5) == 0.5
+    for scale in (0, -1.0, 101, float("inf"), "0.5", [1]):
+        with pytest.raises(ValueError, match="scale must be a positive number"):
+            attention.check_scale(scale)
+
+
+def test_finish_figure_keeps_a_title_and_clears_gradios_badge_without_one():
+    spec = {"data": [{"type": "bar", "y": np.arange(3, dtype=np.float32)}], "layout": {"title": {"text": ""}}}
+    fig = finish_figure(spec, "bars")
+    assert isinstance(fig, Figure) and "title" not in fig["layout"] and fig["layout"]["margin"] == {"t": 30}
+    assert fig["config"] == {"displaylogo": False,
+                             "toImageButtonOptions": {"format": "png", "filename": "bars", "scale": 2}}
+    titled = finish_figure(go.Figure(layout=dict(title=dict(text="T"), margin=dict(t=80))), "t")
+    assert titled["layout"]["title"]["text"] == "T" and titled["layout"]["margin"]["t"] == 80
+    json.dumps(fig)  # plain JSON
+
+
+def test_model_card(tmp_path):
+    assert model_card(tmp_path, "CPU") == "Model running on **CPU**.\n\nNo model card was shipped."
+    (tmp_path / "MODEL_CARD.md").write_text("# Card", encoding="utf-8")
+    assert model_card(tmp_path, "GPU").endswith("\n\n# Card")
+
+
+# ---- the "Why 1/√d_k" tab
+def test_factor_for_moves_from_the_papers_scale_to_none():
+    assert scaling.factor_for(64, 0) == pytest.approx(1 / 8)
+    assert scaling.factor_for(64, 1) == 1.0
+    assert scaling.factor_for(64, 0.5) == pytest.approx(64**-0.25)
+    assert scaling.factor_label(1 / 8, 0) == "× 0.125 (the paper's 1/√d_k)"
+    assert scaling.factor_label(1.0, 1) == "× 1 (no scaling)" and scaling.factor_label(0.3, 0.5) == "× 0.3"
+
+
+def test_variance_and_saturation_views():
+    var_fig, hist_fig, text = scaling.variance_view(9, 0, device="cpu")
+    assert var_fig["config"]["toImageButtonOptions"]["filename"] == "variance" and hist_fig["data"]
+    assert "at d_k = 512 the variance of q·k" in text and "between" in text
+    weights_fig, curves_fig, text = scaling.saturation_view(4, 8, 1, 0, device="cpu")
+    assert [t["type"] for t in weights_fig["data"]] == ["bar", "bar"]
+    assert all(array(t["y"]).shape == (8,) for t in weights_fig["data"]) and curves_fig["data"]
+    assert "One random query meets 8 random keys with d_k = 16" in text
+
+
+def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
+    cfg, runs = translator.cfg, []
+
+    def attention_run(text, target=None, scale=None):
+        runs.append((target, scale))
+        return translator.attention(text, target=target, scale=scale)
+
+    def trained(text):
+        runs.append("trained")
+        return translator.attention(text)
+
+    normal, changed, entropies, summary = scaling.live_view(cfg, attention_run, trained, TEXT, 1, "encoder_self", 2)
+    as_trained = translator.attention(TEXT)
+    forced = translator.attention(TEXT, target=as_trained.translation or None, scale=1.0)
+    assert runs == ["trained", (as_trained.translation or None, 1.0), (None, 1.0)]
+    np.testing.assert_allclose(array(heatmaps(normal)[0]["z"]), as_trained.encoder_self[1].mean(0), atol=1e-6)
+    np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), forced.encoder_self[1].mean(0), atol=1e-6)
+    assert "changed: × 1 (no scaling) · layer 2" in changed["layout"]["title"]["text"]
+    ent_trained, ent_changed = (array(t["z"]) for t in heatmaps(entropies))
+    np.testing.assert_allclose(ent_trained, entropy(as_trained.encoder_self), atol=1e-4)
+    np.testing.assert_allclose(ent_changed, entropy(forced.encoder_self), atol=1e-4)
+    unscaled = translator.attention(TEXT, scale=1.0).translation
+    assert f"**Translation with × 1 (no scaling):** {unscaled or '(empty)'}" in summary
+    assert f"**Translation as trained:** {as_trained.translation or '(empty)'}" in summary
+
+    # alpha 0 is the paper's 1/√d_k: the changed model is the trained one
+    normal, changed, *_ = scaling.live_view(cfg, attention_run, trained, TEXT, 0, "cross", 1)
+    np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), array(heatmaps(normal)[0]["z"]), atol=1e-6)
+    assert math.isclose(scaling.factor_for(cfg.d_k, 0), cfg.scale)
+    with pytest.raises(ValueError, match="Unknown attention kind"):
+        scaling.live_view(cfg, attention_run, trained, TEXT, 0, "all", 1)

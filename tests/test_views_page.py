@@ -1,0 +1,69 @@
+"""app.py's composition, without a server: the page-script contract, the endpoints, and the one listener helper.
+
+The browser tests (test_browser.py) and the API tests (test_app_api.py) drive the served app; these check,
+in a second, what they would only show as a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import gradio as gr
+import pytest
+from gradio.components.plot import PlotData
+
+import app
+from model.inference import Translator
+from viz.heatmaps import HEAD_LABEL, LAYER_LABEL, overview_spec
+from viz.views.figure import finish_figure
+
+ENDPOINTS = {"visualise", "render_views", "render_detail", "export", "figure1", "scaling_live", "scaling_variance",
+             "scaling_saturation", "translate", "attention"}
+
+
+@pytest.fixture(scope="module")
+def demo(tiny_model_dir) -> gr.Blocks:
+    return app.create_app(Translator(tiny_model_dir, device="cpu"))
+
+
+def test_the_page_script_reads_exactly_the_contract_app_py_writes(demo):
+    script = (app.WEB / "app.js").read_text(encoding="utf-8")
+    assert set(re.findall(r"\bpage\.(\w+)", script)) == set(app.PAGE)
+    elem_ids = {block.elem_id for block in demo.blocks.values()}
+    for key in ("overview", "tileClick", "figure1", "blockClick"):
+        assert app.PAGE[key] in elem_ids, key
+    assert (app.PAGE["layerLabel"], app.PAGE["headLabel"]) == (LAYER_LABEL, HEAD_LABEL)
+    assert app.page_script().endswith(f")({json.dumps(app.PAGE)})") and script.strip() in app.page_script()
+
+
+def test_the_label_patterns_read_layer_and_head_off_the_overview():
+    tokens = ["▁a", "▁dog"]
+    weights = [[[[0.5, 0.5], [1.0, 0.0]]] * 3] * 2  # (L=2, H=3, Q=2, K=2)
+    heatmap = overview_spec(weights, tokens, tokens)["data"][0]
+    layers = [int(m[1]) for y in heatmap["y"] if (m := re.match(LAYER_LABEL, y))]
+    heads = [int(m[1]) for x in heatmap["x"] if (m := re.match(HEAD_LABEL, x))]
+    assert layers == [1, 1, 2, 2] and heads == [1, 1, 2, 2, 3, 3]  # gap rows and columns match neither
+
+
+def test_every_named_endpoint_is_there(demo):
+    named = {dep.api_name for dep in demo.fns.values() if dep.api_visibility != "private"}
+    assert ENDPOINTS <= named
+
+
+def test_listener_turns_figures_into_plots_and_errors_into_messages():
+    def present(bound: int, value: int):
+        """Doubles."""
+        if value < 0:
+            raise ValueError("value must not be negative")
+        return finish_figure({"data": [], "layout": {}}, "f"), bound * value, [value]
+
+    run = app.listener(present, 3)
+    figure, number, items = run(2)
+    assert isinstance(figure, PlotData) and json.loads(figure.plot)["config"]["toImageButtonOptions"]["filename"] == "f"
+    assert (number, items) == (6, [2])
+    assert run.__name__ == "present" and run.__doc__ == "Doubles."
+    with pytest.raises(gr.Error, match="value must not be negative"):
+        run(-1)
+    with pytest.raises(ZeroDivisionError):  # not a user's mistake: not turned into a message
+        app.listener(lambda: 1 / 0)()
