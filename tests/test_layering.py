@@ -1,0 +1,93 @@
+"""The layers, checked in a fresh interpreter's ``sys.modules`` after importing every module, one by one:
+
+    model/           never imports viz, gradio (or the app and its benchmark)
+    viz/ (drawing)   never imports gradio or torch: arrays and token lists in, figures out
+    viz/views/       never imports gradio (the presenters may call the model, hence torch)
+    app.py           importing it loads no model and changes no global state
+
+``sys.modules`` only grows, so the first module after whose import a forbidden package is present is the
+one that brought it in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def modules(package: str) -> list[str]:
+    folder = ROOT / package
+    return sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                  for p in folder.rglob("*.py"))
+
+
+def first_offenders(names: list[str], forbidden: set[str], path: Path = ROOT) -> dict[str, str]:
+    """Import ``names`` (found under ``path``) in that order in a fresh interpreter; for each forbidden
+    package, the module whose import brought it into ``sys.modules``."""
+    code = (
+        "import importlib, json, sys\n"
+        f"forbidden, found = {sorted(forbidden)!r}, {{}}\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    for bad in forbidden:\n"
+        "        if bad in sys.modules and bad not in found:\n"
+        "            found[bad] = name\n"
+        "print(json.dumps(found))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(path), str(ROOT)]))}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_model_never_imports_viz_or_gradio():
+    names = modules("model")
+    assert "model.transformer" in names and "model.inference" in names
+    assert first_offenders(names, {"viz", "gradio", "app", "bench"}) == {}
+
+
+def test_viz_never_imports_gradio_and_draws_without_torch():
+    names = modules("viz")
+    drawing = [n for n in names if not n.startswith("viz.views")]
+    views = [n for n in names if n.startswith("viz.views")]
+    assert {"viz.heatmaps", "viz.scaling", "viz.architecture", "viz.vocab"} <= set(drawing)
+    assert {"viz.views.attention", "viz.views.scaling"} <= set(views)
+    found = first_offenders(drawing + views, {"gradio", "torch", "app", "bench"})
+    assert "gradio" not in found and "app" not in found and "bench" not in found, found
+    assert found.get("torch") is None or found["torch"].startswith("viz.views"), found
+
+
+def test_the_check_names_the_module_that_imports(tmp_path):
+    """It can fail: of three modules, the one that imports gradio is named (not the one imported after it)."""
+    for name, body in (("clean", "import json\n"), ("culprit", "import clean\nimport gradio\n"),
+                       ("later", "import gradio\n")):
+        (tmp_path / f"{name}.py").write_text(body, encoding="utf-8")
+    assert first_offenders(["clean", "culprit", "later"], {"gradio", "torch"}, tmp_path) == {"gradio": "culprit"}
+
+
+def test_importing_the_app_loads_no_model_and_changes_no_global_state():
+    code = """
+import os, sys, torch
+import model.inference
+
+def refuse(*args, **kwargs):
+    raise AssertionError("importing app.py loaded a model")
+
+model.inference.Translator.__init__ = refuse
+torch.set_num_threads(2)
+environ = dict(os.environ)
+import app
+assert torch.get_num_threads() == 2, torch.get_num_threads()
+assert dict(os.environ) == environ, set(os.environ.items()) ^ set(environ.items())
+assert "demo" not in vars(app) and callable(app.create_app) and callable(app.main)
+"""
+    from viz.vocab import OFFLINE_ENV  # the variables set: app.py only adds them where they are missing
+
+    env = {**os.environ, **OFFLINE_ENV}
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, timeout=300)
