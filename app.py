@@ -30,23 +30,19 @@ import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
-from model.inference import ASSETS, AttentionResult, Translator  # noqa: E402
+from model.inference import ASSETS, Translator  # noqa: E402
 from viz.architecture import figure1_svg, figure2_svg  # noqa: E402
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL  # noqa: E402
 from viz.scaling import PAPER_QUOTE  # noqa: E402
 from viz.views import architecture, attention, scaling  # noqa: E402
 from viz.views.figure import Figure  # noqa: E402
 from viz.views.model_card import model_card  # noqa: E402
+from viz.views.runs import Runs  # noqa: E402
 
 try:  # ZeroGPU hardware on Hugging Face Spaces: GPU work must run inside spaces.GPU.
-    import spaces
-
-    gpu, ZEROGPU = spaces.GPU, True
+    from spaces import GPU as ZEROGPU
 except ImportError:
-    ZEROGPU = False
-
-    def gpu(fn):
-        return fn
+    ZEROGPU = None
 
 
 MODEL_DIR = Path(os.environ.get("ATTN_MODEL_DIR", ASSETS))
@@ -54,29 +50,6 @@ WEB = Path(__file__).resolve().parent / "assets" / "web"
 # The contract with the page script (assets/web/app.js gets it as its argument): written once, here.
 PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1", "blockClick": "arch-click",
         "layerLabel": LAYER_LABEL, "headLabel": HEAD_LABEL}
-
-
-@gpu
-def attention_of(translator: Translator, text: str, target: str | None = None, scale=None) -> AttentionResult:
-    return translator.attention(text, target=target or None, scale=scale)
-
-
-@gpu
-def translation_of(translator: Translator, text: str, beam: int) -> str:
-    return translator.translate(text, beam=beam)
-
-
-class Runs:
-    """The one shared model and the runs the tabs ask of it. One model serves every user: forward passes
-    keep no state on it."""
-
-    def __init__(self, translator: Translator):
-        self.translator, self.cfg = translator, translator.cfg
-        self.attention = functools.partial(attention_of, translator)  # (text, target=None, scale=None)
-        self.translate = functools.partial(translation_of, translator)  # (text, beam)
-        self.trained = functools.lru_cache(maxsize=64)(self.attention)  # the model as trained, per sentence
-        # The footnote-4 demo computes with torch where the model runs (on ZeroGPU, the GPU exists only in spaces.GPU).
-        self.toy_device = "cpu" if ZEROGPU else translator.device
 
 
 @dataclass
@@ -142,8 +115,8 @@ def attention_tab(page: Page) -> AttentionView:
                 translation = gr.Textbox(label="German translation", interactive=False, elem_id="translation")
                 status = gr.Markdown(elem_id="status")
         kind = gr.Radio(attention.KIND_CHOICES, value="encoder_self", label="Kind of attention", elem_id="kind")
-        overview = gr.Plot(label="All layers × heads (rows: layers 1–6, columns: heads 1–8) — click a tile",
-                           elem_id=PAGE["overview"])
+        overview = gr.Plot(label=f"All layers × heads (rows: layers 1–{cfg.n_layers}, columns: heads 1–{cfg.n_heads})"
+                           " — click a tile", elem_id=PAGE["overview"])
         with gr.Row():
             layer = gr.Slider(1, cfg.n_layers, value=1, step=1, label="Layer", elem_id="layer")
             head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head", elem_id="head")
@@ -290,7 +263,7 @@ def api_endpoints(runs: Runs) -> None:
 # --------------------------------------------------------------------------------------------- the whole app
 def create_app(translator: Translator) -> gr.Blocks:
     """The app for one loaded model: every tab, listener and endpoint. Nothing is served yet (see ``launch``)."""
-    runs = Runs(translator)
+    runs = Runs(translator, gpu=ZEROGPU)
     cfg = translator.cfg
     with gr.Blocks(title="Attention Is All You Need — attention visualiser", analytics_enabled=False) as demo:
         result = gr.State(None)
@@ -315,12 +288,9 @@ def page_script() -> str:
 
 
 def launch(demo: gr.Blocks, **kwargs):
-    """Serve ``demo`` as the Space does; ``kwargs`` go to ``demo.launch`` (port, prevent_thread_lock, ...).
-
-    A classroom: 30 people clicking at once wait their turn instead of getting errors. Two requests run at a
-    time (two cores); api_open=False sends even raw HTTP calls through the queue. Binds 127.0.0.1 unless
-    GRADIO_SERVER_NAME says otherwise; never opens a share link on its own.
-    """
+    """Serve ``demo`` as the Space does (``kwargs`` go to ``demo.launch``). A classroom of 30 waits its turn
+    instead of getting errors: two requests at a time (two cores), and api_open=False sends even raw HTTP calls
+    through the queue. Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link."""
     demo.queue(default_concurrency_limit=2, max_size=256, api_open=False)
     return demo.launch(share=False, css_paths=[WEB / "app.css"], js=page_script(), show_error=False, **kwargs)
 

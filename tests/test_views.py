@@ -22,6 +22,7 @@ from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
 from viz.views import architecture, attention, scaling
 from viz.views.figure import Figure, finish_figure
 from viz.views.model_card import model_card
+from viz.views.runs import Runs
 from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS
 
 TEXT = "a big dog runs in the park."
@@ -225,3 +226,21 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     assert math.isclose(scaling.factor_for(cfg.d_k, 0), cfg.scale)
     with pytest.raises(ValueError, match="Unknown attention kind"):
         scaling.live_view(cfg, attention_run, trained, TEXT, 0, "all", 1)
+
+
+def test_runs_wrap_every_model_call_and_cache_the_trained_model(translator):
+    wrapped = []
+
+    def gpu(fn):  # what spaces.GPU does on ZeroGPU: the call runs inside the wrapper
+        def inside(*args, **kwargs):
+            wrapped.append(fn.__name__)
+            return fn(*args, **kwargs)
+        return inside
+
+    runs = Runs(translator, gpu=gpu)
+    assert runs.toy_device == "cpu" and Runs(translator).toy_device == translator.device
+    forced = runs.attention(TEXT, "", 1.0)  # an empty target means the model's own translation
+    assert not forced.teacher_forced and forced.scale == 1.0
+    assert runs.translate(TEXT, 1) == translator.translate(TEXT, beam=1)
+    assert runs.trained(TEXT) is runs.trained(TEXT)  # computed once per sentence
+    assert wrapped == ["attention", "translate", "attention"]
