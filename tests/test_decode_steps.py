@@ -15,7 +15,7 @@ from model.decode import greedy_decode
 from model.inference import ASSETS, Translator
 from model.steps import DECIMALS, TOP_K, DecodeSteps, decode_steps
 from viz.encode import plotly_json
-from viz.views.decode_steps import MEAN, decode_step_view, md_escape
+from viz.views.decode_steps import MEAN, alignment_plot, decode_step_view, md_escape
 
 TEXT = "a red dog runs in the park."
 def values(v) -> np.ndarray:
@@ -162,7 +162,7 @@ def test_hidden_view_holds_nothing_of_the_next_token(steps):
     other = dataclasses.replace(steps, top_ids=top_ids, top_probs=top_probs, chosen_ids=chosen_ids,
                                 chosen_tokens=chosen_tokens, top_tokens=top_tokens)
     again = decode_step_view(other, t, 1, MEAN, reveal=False)
-    assert plotly_json(dataclasses.asdict(again)) == plotly_json(dataclasses.asdict(hidden))
+    assert plotly_json(again._asdict()) == plotly_json(hidden._asdict())
     assert "SECRET" in decode_step_view(other, t, 1, MEAN, reveal=True).markdown
 
 
@@ -206,3 +206,22 @@ def test_view_is_fast(steps):
     for t in range(1, steps.n_steps + 1):
         decode_step_view(steps, t, 1, MEAN, reveal=True)
     assert (time.perf_counter() - start) / steps.n_steps < 0.05
+
+
+def test_alignment_plot_draws_the_attention_maps(translator):
+    r = translator.attention(TEXT)
+    fig = alignment_plot(r, "cross", 2, 0)
+    lines = [tr for tr in fig["data"] if "attnLines" in (tr.get("meta") or {})]
+    assert {tr["meta"]["attnLines"]["head"] for tr in lines} == set(range(1, translator.cfg.n_heads + 1))
+    for tr in lines:
+        m = tr["meta"]["attnLines"]
+        weights = r.cross[1, m["head"] - 1, m["q"], m["k"]]
+        np.testing.assert_array_equal(np.rint(weights.astype(np.float64) * 10), m["level"])
+    assert fig["config"]["toImageButtonOptions"]["filename"] == "cross_lines_layer2_all"
+    assert "layer 2 · all heads" in fig["layout"]["title"]["text"]
+    with pytest.raises(ValueError, match="kind"):
+        alignment_plot(r, "nope", 1, 0)
+    with pytest.raises(ValueError, match="layer must be"):
+        alignment_plot(r, "cross", 9, 0)
+    with pytest.raises(ValueError, match="Layer must be"):
+        alignment_plot(r, "cross", "x", 0)

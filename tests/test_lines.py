@@ -11,7 +11,7 @@ import pytest
 
 from model.inference import Translator
 from viz.encode import plotly_dict, plotly_json
-from viz.lines import ALL_HEADS, HEAD_COLORS, LEVELS, LINES_JS, THRESHOLD, head_color, lines_spec
+from viz.lines import ALL_HEADS, HEAD_COLORS, LEVELS, LINE_META, THRESHOLD, TOKEN_META, head_color, lines_spec
 
 
 def softmax_maps(shape: tuple[int, ...], sharpness: float = 3.0, seed: int = 0) -> np.ndarray:
@@ -74,11 +74,10 @@ def test_all_heads_have_distinct_colours_and_a_legend_each():
 def test_token_columns_carry_the_index_for_the_page_script():
     spec = lines_spec(softmax_maps((1, 2, 3, 4)), list("abc"), list("wxyz"), 1, 2)
     q_col, k_col = spec["data"][-2:]
-    assert q_col["meta"] == {"attnTokens": "q"} and q_col["customdata"] == [0, 1, 2] and q_col["x"] == [0] * 3
-    assert k_col["meta"] == {"attnTokens": "k"} and k_col["customdata"] == [0, 1, 2, 3] and k_col["x"] == [1] * 4
+    assert q_col["meta"] == {TOKEN_META: "q"} and q_col["customdata"] == [0, 1, 2] and q_col["x"] == [0] * 3
+    assert k_col["meta"] == {TOKEN_META: "k"} and k_col["customdata"] == [0, 1, 2, 3] and k_col["x"] == [1] * 4
     assert k_col["yaxis"] == "y2" and spec["layout"]["yaxis2"]["range"] == spec["layout"]["yaxis"]["range"]
-    for name in ("attnLines", "attnTokens", "plotly_hover", "plotly_click", "Plotly.restyle"):
-        assert name in LINES_JS
+    assert (LINE_META, TOKEN_META) == ("attnLines", "attnTokens")
 
 
 def test_tokens_are_escaped():

@@ -13,10 +13,11 @@ Encoding (plotly cannot vary opacity within one trace, and one trace per line is
   x = [0, 1, None, ...], y = [q, k, None, ...]: at most LEVELS traces per head (80 for 8 heads), plus
   the two token columns and, with all heads, one legend entry per head (at most 90 traces). A softmax
   row has at most 1 / THRESHOLD = 20 weights >= 0.05, so a head draws at most 20 lines per query token;
-- machine-readable: each line trace carries ``meta = {"attnLines": {"head": h (1-based), "level": n,
+- machine-readable: each line trace carries ``meta = {LINE_META: {"head": h (1-based), "level": n,
   "q": [...], "k": [...]}}``, the query and key index of each of its segments in order; its opacity
-  is n / LEVELS. The token columns carry ``meta = {"attnTokens": "q" | "k"}`` and ``customdata`` =
-  the token index. ``LINES_JS`` (below) reads these to show only one token's lines on hover/click.
+  is n / LEVELS. The token columns carry ``meta = {TOKEN_META: "q" | "k"}`` and ``customdata`` =
+  the token index (``LINE_META``, ``TOKEN_META``). The page script reads these to show only one
+  token's lines on hover or click (``Plotly.restyle`` of the line traces' x and y from their meta).
 
 Colours: the Okabe–Ito palette (colour-blind safe), its black replaced by grey so that it shows on a
 dark page; head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views.
@@ -39,42 +40,10 @@ FONT_PX = 14
 ROW_PX = 24  # vertical pitch of one token row
 LINE_PX = 2
 
-# For assets/web/app.js: hovering (or clicking) a token dot shows only that token's lines; leaving it, or
-# clicking the same token again, shows all lines. Hook it once per drawn figure:
-# `window.attnLinesHook(document.querySelector('#lines .js-plotly-plot'))`.
-LINES_JS = """
-window.attnLinesHook = (gd) => {
-  if (!gd || !gd.on || gd.attnLinesHooked) return;
-  gd.attnLinesHooked = true;
-  let pinned = null;  // "q:5" after a click keeps that token's lines until the next click
-  const show = (side, index) => {
-    const xs = [], ys = [], traces = [];
-    gd.data.forEach((trace, i) => {
-      const m = trace.meta && trace.meta.attnLines;
-      if (!m) return;
-      const x = [], y = [];
-      m.q.forEach((q, s) => {
-        if (side === null || (side === 'q' ? q : m.k[s]) === index) x.push(0, 1, null), y.push(q, m.k[s], null);
-      });
-      xs.push(x); ys.push(y); traces.push(i);
-    });
-    if (traces.length) Plotly.restyle(gd, {x: xs, y: ys}, traces);
-  };
-  const token = (ev) => {
-    const p = ev.points && ev.points[0];
-    const side = p && p.data.meta && p.data.meta.attnTokens;
-    return side ? {side, index: p.customdata, key: `${side}:${p.customdata}`} : null;
-  };
-  gd.on('plotly_hover', (ev) => { const t = token(ev); if (t && pinned === null) show(t.side, t.index); });
-  gd.on('plotly_unhover', () => { if (pinned === null) show(null); });
-  gd.on('plotly_click', (ev) => {
-    const t = token(ev);
-    if (!t) return;
-    pinned = pinned === t.key ? null : t.key;
-    show(pinned === null ? null : t.side, t.index);
-  });
-};
-"""
+# The page script's contract (assets/web/app.js shows only a hovered or clicked token's lines): the names of the
+# trace ``meta`` entries it reads.
+LINE_META = "attnLines"  # on each line trace: {"head", "level", "q": [...], "k": [...]}
+TOKEN_META = "attnTokens"  # on each token column: "q" or "k"; its customdata is the token index
 
 
 def _axis(**extra) -> dict:
@@ -118,7 +87,7 @@ def _line_traces(w: np.ndarray, heads: Sequence[int]) -> list[dict]:
                     name=f"head {head}",
                     legendgroup=f"head {head}",
                     showlegend=False,
-                    meta={"attnLines": {"head": head, "level": n, "q": q.tolist(), "k": k.tolist()}},
+                    meta={LINE_META: {"head": head, "level": n, "q": q.tolist(), "k": k.tolist()}},
                 )
             )
     return traces
@@ -157,7 +126,7 @@ def _token_trace(side: str, texts: list[str], x: float, label: str) -> dict:
         text=texts,
         hovertemplate=f"{_escape_text(label)} %{{customdata}}: %{{text}}<extra></extra>",
         showlegend=False,
-        meta={"attnTokens": side},
+        meta={TOKEN_META: side},
     )
 
 

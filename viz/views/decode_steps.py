@@ -13,21 +13,26 @@ tokens written so far) and writes one token. Three figures and a Markdown status
 With ``reveal`` False ("predict, then reveal", for a classroom) the next token and its probabilities
 are not in the output at all: ``top5`` is a placeholder and the Markdown asks for a guess. Nothing
 here runs the model: every choice is drawn from one ``DecodeSteps``.
+
+Also the alignment (head) view of an ``AttentionResult`` (``alignment_plot``, drawn by ``viz.lines``): its
+``head`` 0 means all heads, each in its own colour, not their mean.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from viz.heatmaps import TEXT_COLOR, TRANSPARENT, _escape_text, escape_token
-from viz.views.figure import finish_figure
+from viz.lines import ALL_HEADS, lines_spec
+from viz.views.figure import Figure, finish_figure
+from viz.vocab import AXIS_LABELS, KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only
+    from model.inference import AttentionResult
     from model.steps import DecodeSteps
 
 MEAN = 0  # the head selector's "mean over heads"
@@ -40,12 +45,13 @@ FUTURE_LABEL = "?"  # tick label of a position not yet written
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 
 
-@dataclass
-class DecodeStepView:
-    top5: dict  # finished figure specs (``finish_figure``), ready for gr.Plot
-    self_row: dict
-    cross_row: dict
+class DecodeStepView(NamedTuple):
+    """A tuple, in the order a listener's outputs list them: app.listener turns each Figure into a gr.Plot value."""
+
     markdown: str
+    top5: Figure  # finished figures (``finish_figure``)
+    self_row: Figure
+    cross_row: Figure
 
 
 def _axis(**extra) -> dict:
@@ -237,3 +243,21 @@ def decode_step_view(steps: DecodeSteps, step, layer, head=MEAN, reveal: bool = 
         cross_row=finish_figure(cross_row_spec(steps, step, layer, head), name.format("cross")),
         markdown=step_markdown(steps, step, layer, head, bool(reveal)),
     )
+
+
+def alignment_plot(result: AttentionResult, kind: str, layer, head=ALL_HEADS) -> Figure:
+    """The alignment (head) view of one kind and layer of ``result``: ``head`` 1..h, or 0 = all heads in colour.
+
+    Drawn from the same maps as the Attention tab and /attention (see ``viz.lines``).
+    """
+    maps = result.maps(kind)  # a ValueError names the kinds
+    n_layers, n_heads = maps.shape[:2]
+    try:
+        layer, head = int(layer), int(head)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"Layer must be 1–{n_layers} and head 0–{n_heads} (0 = all heads).") from None
+    which = "all heads" if head == ALL_HEADS else f"head {head}"
+    q_label, k_label = AXIS_LABELS[kind]
+    spec = lines_spec(maps, *result.tokens(kind), layer, head, title=f"{KIND_LABELS[kind]} · layer {layer} · {which}",
+                      query_label=q_label, key_label=k_label)
+    return finish_figure(spec, f"{kind}_lines_layer{layer}_{'all' if head == ALL_HEADS else f'head{head}'}")
