@@ -29,19 +29,24 @@ class TransformerConfig:
     bos_id: int = 1
     eos_id: int = 2
     unk_id: int = 3
-    # §3.2.1: softmax(QK^T * scale). None means the paper's 1/sqrt(d_k). A forward pass can
-    # override it (the app's scaling demo) without touching the shared model.
-    attn_scale: float | None = None
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+        sizes = ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len")
+        for name in (*sizes, "pad_id", "bos_id", "eos_id", "unk_id"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        for name in sizes:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not 0 <= self.pad_id < self.vocab_size:  # the embedding's padding row
+            raise ValueError(f"pad_id={self.pad_id} is not a token id of a {self.vocab_size}-piece vocabulary")
         for name in ("dropout", "attn_dropout", "relu_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
 
     @property
     def d_k(self) -> int:  # §3.2.2: d_k = d_v = d_model / h
@@ -49,9 +54,10 @@ class TransformerConfig:
 
     @property
     def scale(self) -> float:
-        return self.attn_scale if self.attn_scale is not None else 1.0 / math.sqrt(self.d_k)
+        """§3.2.1's 1/sqrt(d_k). A forward pass can use another (``scale=``) without touching the shared model."""
+        return 1.0 / math.sqrt(self.d_k)
 
-    def with_(self, **changes) -> TransformerConfig:
+    def with_(self, **changes) -> TransformerConfig:  # only bench/model_speed.py still calls it: use replace()
         return replace(self, **changes)
 
     def to_json(self) -> str:
@@ -59,6 +65,13 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TransformerConfig:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object of config values, got {type(data).__name__}")
+        data = dict(data)
+        # Configs written before the scale became a per-call value (e.g. runs/v2) hold "attn_scale": null,
+        # which meant the paper's 1/sqrt(d_k): drop it. Any other value would now be silently ignored: refuse.
+        if "attn_scale" in data and data.pop("attn_scale") is not None:
+            raise ValueError("attn_scale is no longer a config value (the scale is 1/sqrt(d_k); pass scale= per call)")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -76,8 +89,7 @@ class TransformerConfig:
 # Table 3 of the paper.
 PAPER_BASE = TransformerConfig(vocab_size=37000, d_model=512, n_heads=8, d_ff=2048, n_layers=6, dropout=0.1)
 PAPER_BIG = TransformerConfig(vocab_size=37000, d_model=1024, n_heads=16, d_ff=4096, n_layers=6, dropout=0.3)
-# What we ship: N=6, h=8 like the paper, narrow enough to train on two CPU cores. d_model=192 rather
-# than 128: with bf16 autocast (AMX) a step costs what a d_model=128 step costs in fp32 (see model card).
+# What we ship: N=6, h=8 like the paper, narrow enough to train on two CPU cores.
 MULTI30K_SMALL = TransformerConfig(vocab_size=8000, d_model=192, n_heads=8, d_ff=768, n_layers=6, dropout=0.1)
 # For tests: seconds on a CPU.
 TINY = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, max_len=64)

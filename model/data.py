@@ -9,13 +9,22 @@ import torch
 
 from model.tokenizer import Tokenizer
 
+# Where the Multi30k files (train/val/test_2016_flickr .en/.de, gzipped) sit beside this checkout.
+MULTI30K = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+
 
 def read_lines(path: str | Path) -> list[str]:
-    """One sentence a line, plain or .gz."""
+    """One sentence a line, plain or .gz. A missing or unreadable file is an error naming it."""
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        kind = "gzipped UTF-8 text" if opener is gzip.open else "UTF-8 text"
+        raise ValueError(f"{path}: not readable as {kind} ({exc})") from None
 
 
 def split_path(data_dir: str | Path, split: str, lang: str) -> Path:

@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.transformer import AttentionMaps, EncoderDecoder, check_head_mask
+from model.heads import check_head_mask
+from model.transformer import AttentionMaps, EncoderDecoder
 
 
 def max_output_length(src_len: int, model: EncoderDecoder) -> int:
@@ -33,7 +34,7 @@ def greedy_decode(
 
     With ``maps``, the attention of every step is captured as it is computed (no second pass):
     decoder_self (B, H, T, T) zero above the diagonal, cross (B, H, T, S), T = steps taken.
-    ``scale`` and ``head_mask`` act on this call only (see ``model.transformer.check_head_mask``).
+    ``scale`` and ``head_mask`` act on this call only (see ``model.heads.check_head_mask``).
     """
     cfg = model.cfg
     b = src.size(0)

@@ -10,15 +10,13 @@ model of the same config instead, with ``scale_branch_init(GAIN)``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from model.checkpoint import CheckpointError
-from model.data import read_lines, split_path
-from model.evaluate import DEFAULT_DATA
+from model.cli import command
+from model.data import MULTI30K, read_lines, split_path
 from model.inference import ASSETS, Translator
 from model.transformer import EncoderDecoder, padding_mask
 
@@ -40,21 +38,18 @@ def encoder_profile(model: EncoderDecoder, sentences: list[list[int]]) -> list[t
     return [(c / len(sentences), r / len(sentences)) for c, r in sums.tolist()]
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.diagnose", description=__doc__.splitlines()[0])
     p.add_argument("--model", type=Path, default=ASSETS)
     p.add_argument("--init", type=float, metavar="GAIN", help="a fresh model of that config, branch init gain GAIN")
     p.add_argument("--src", type=Path, help="English sentences (default: DATA/val.en.gz)")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--data", type=Path, default=MULTI30K)
     p.add_argument("--sentences", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    try:
-        translator = Translator(args.model, "cpu")
-        lines = read_lines(args.src or split_path(args.data, "val", "en"))[: args.sentences]
-    except (CheckpointError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    translator = Translator(args.model, "cpu")
+    lines = read_lines(args.src or split_path(args.data, "val", "en"))[: args.sentences]
     model, what = translator.model, str(args.model)
     if args.init is not None:
         torch.manual_seed(args.seed)

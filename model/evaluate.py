@@ -19,12 +19,10 @@ import sacrebleu
 import torch
 from tqdm import tqdm
 
-from model.checkpoint import CheckpointError
-from model.data import collate, read_lines, split_path
+from model.cli import command
+from model.data import MULTI30K, collate, read_lines, split_path
 from model.inference import ASSETS, Translator
-from model.train import batch_loss
-
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+from model.training import batch_loss
 
 
 def translate_all(translator: Translator, sources: list[str], beam: int, batch_size: int = 64) -> list[str]:
@@ -52,11 +50,12 @@ def reference_loss(translator: Translator, sources: list[str], refs: list[str], 
     return total / max(count, 1)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
     p.add_argument("--src", type=Path, help="English sources (default: DATA/test_2016_flickr.en.gz)")
     p.add_argument("--ref", type=Path, help="German references (default: DATA/test_2016_flickr.de.gz)")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Multi30k folder for the defaults")
+    p.add_argument("--data", type=Path, default=MULTI30K, help="Multi30k folder for the defaults")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--model", type=Path, default=ASSETS)
     p.add_argument("--device")
@@ -65,20 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, help="only the first N sentence pairs")
     p.add_argument("--loss", action="store_true", help="also print the references' cross-entropy per token")
     args = p.parse_args(argv)
-    try:
-        src_path = args.src or split_path(args.data, "test_2016_flickr", "en")
-        ref_path = args.ref or split_path(args.data, "test_2016_flickr", "de")
-        sources, refs = read_lines(src_path), read_lines(ref_path)
-        if len(sources) != len(refs):
-            raise ValueError(f"{src_path} has {len(sources)} lines but {ref_path} has {len(refs)}")
-        if args.limit is not None:
-            if args.limit < 1:
-                raise ValueError(f"--limit must be at least 1, not {args.limit}")
-            sources, refs = sources[: args.limit], refs[: args.limit]
-        translator = Translator(args.model, args.device)
-    except (CheckpointError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be at least 1, not {args.limit}")
+    translator = Translator(args.model, args.device)
+    src_path = args.src or split_path(args.data, "test_2016_flickr", "en")
+    ref_path = args.ref or split_path(args.data, "test_2016_flickr", "de")
+    sources, refs = read_lines(src_path), read_lines(ref_path)
+    if len(sources) != len(refs):
+        raise ValueError(f"{src_path} has {len(sources)} lines but {ref_path} has {len(refs)}")
+    sources, refs = sources[: args.limit], refs[: args.limit]
     torch.manual_seed(0)
     t0 = time.perf_counter()
     hyps = translate_all(translator, sources, args.beam)

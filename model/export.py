@@ -15,24 +15,50 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import TOKENIZER_FILE, load_config, read_tensors, save_model
-from model.config import PRESETS
+from model.checkpoint import (
+    TOKENIZER_FILE,
+    CheckpointError,
+    check_shapes,
+    load_config,
+    load_state_into,
+    load_tokenizer,
+    read_shapes,
+    read_tensors,
+    save_model,
+)
+from model.cli import command
+from model.config import PRESETS, TransformerConfig
 from model.params import parameter_breakdown
+from model.training import read_trainer
 from model.transformer import EncoderDecoder
 
 CARD = "MODEL_CARD.md"
 
 
-def average_epochs(run: Path, n: int) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """Mean of the last ``n`` epoch checkpoints' weights (checkpoint averaging, as in §6.1)."""
+def average_epochs(run: Path, n: int, cfg: TransformerConfig) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Mean of the last ``n`` epoch checkpoints' weights (checkpoint averaging, as in §6.1), each checked
+    against ``cfg`` before it is read."""
+    if n < 1:
+        raise ValueError(f"--average must be at least 1, not {n}")
     files = sorted((run / "epochs").glob("epoch_*.safetensors"))[-n:]
     if not files:
-        raise FileNotFoundError(f"{run / 'epochs'}: no epoch checkpoints")
+        raise CheckpointError(f"{run / 'epochs'}: no epoch checkpoints; train at least one epoch first")
     total: dict[str, torch.Tensor] = {}
     for f in files:
+        check_shapes(cfg, read_shapes(f), f)
         for k, v in read_tensors(f).items():
             total[k] = total.get(k, 0) + v.double()
     return {k: (v / len(files)).float() for k, v in total.items()}, [f.name for f in files]
+
+
+def read_json(path: Path, what: str):
+    """A JSON file the run wrote, or a one-line error naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: {what} not found; is this a run folder of `python -m model.train`?") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path}: not valid JSON ({exc}); restore the file") from None
 
 
 def human_hours(seconds: float) -> str:
@@ -44,6 +70,9 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
     last = log[-1] if log else {}
     # Runs started before the log recorded dropout used the first invocation's (preset or --dropout).
     first_dropout = args.get("dropout") or PRESETS[args.get("preset", "multi30k_small")].dropout
+    # The log records each epoch's precision (a resumed run may change it); older logs only the first invocation's.
+    precisions = [r.get("precision", args.get("precision")) for r in log] or [args.get("precision")]
+    precision = " then ".join(dict.fromkeys(precisions))
     lines = [
         "# Model card: Transformer (N=6, h=8) for Multi30k English→German",
         "",
@@ -68,7 +97,7 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         f"{args.get('warmup')}^-1.5) with the scale per epoch in the table below (and, where the lr falls to 0, a "
         f"linear cool-down: `--anneal`), dropout (P_drop) per epoch in the table, "
         f"label smoothing {args.get('label_smoothing')}, "
-        f"batches of ≤{args.get('max_tokens')} padded tokens per side, {args.get('precision')} autocast.",
+        f"batches of ≤{args.get('max_tokens')} padded tokens per side, precision {precision}.",
         *(
             [
                 f"- Initialisation: Xavier, with W^V, W^O and the FFN's W_2 scaled by {args['branch_init_gain']:g}",
@@ -120,6 +149,7 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
     return "\n".join(lines)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.export", description=__doc__.splitlines()[0])
     p.add_argument("--run", type=Path, required=True)
@@ -128,16 +158,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bleu", type=Path, help="evaluate --json output to quote in the card")
     p.add_argument("--card-only", action="store_true", help="rewrite MODEL_CARD.md, keep the weights")
     args = p.parse_args(argv)
+    if not args.run.is_dir():
+        raise CheckpointError(f"{args.run}: run folder not found; pass the --out folder of `python -m model.train`")
     cfg = load_config(args.run)
-    trainer = json.loads((args.run / "last" / "trainer.json").read_text())
-    log = json.loads((args.run / "log.json").read_text()) if (args.run / "log.json").is_file() else []
-    tensors, averaged = average_epochs(args.run, args.average)
+    load_tokenizer(args.run, cfg)
+    trainer = read_trainer(args.run)
+    log = read_json(args.run / "log.json", "training log") if (args.run / "log.json").is_file() else []
+    tensors, averaged = average_epochs(args.run, args.average, cfg)
+    bleu = read_json(args.bleu, "BLEU record") if args.bleu else None
     if not args.card_only:
         model = EncoderDecoder(cfg)
-        model.load_state_dict(tensors)
+        load_state_into(model, tensors, args.run / "epochs")
         save_model(model, args.out, dtype=torch.float16)
         (args.out / TOKENIZER_FILE).write_bytes((args.run / TOKENIZER_FILE).read_bytes())
-    bleu = json.loads(args.bleu.read_text()) if args.bleu else None
     (args.out / CARD).write_text(model_card(cfg, log, trainer["args"], averaged, bleu), encoding="utf-8")
     print(f"wrote {args.out} (averaged {', '.join(averaged)})")
     return 0

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.checkpoint import TOKENIZER_FILE, load_model
+from model.checkpoint import load_model, load_tokenizer
 from model.decode import beam_search, greedy_decode
-from model.tokenizer import Tokenizer
-from model.transformer import KINDS, AttentionMaps, check_head_mask
+from model.heads import KINDS, check_head_mask
+from model.transformer import AttentionMaps
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "model"
 MAX_TOKENS = 100  # per side, EOS included; Multi30k sentences average ~16 tokens
@@ -118,7 +118,11 @@ def _stack(layers: list[torch.Tensor]) -> np.ndarray:
 
 
 class Translator:
-    """A loaded model + tokenizer. Thread-safe: forward passes keep no state on the modules."""
+    """A loaded model + tokenizer. Thread-safe: forward passes keep no state on the modules.
+
+    A missing or corrupt model folder raises ``model.checkpoint.CheckpointError`` with a one-line message
+    (the file, the fault, what to do) before any weights are allocated.
+    """
 
     def __init__(self, folder: str | Path = ASSETS, device: str | torch.device | None = None):
         folder = Path(folder)
@@ -127,8 +131,7 @@ class Translator:
         self.dtype = torch.float16 if self.device.type == "cuda" else torch.float32
         self.model = load_model(folder, self.device, self.dtype)
         self.cfg = self.model.cfg
-        self.tokenizer = Tokenizer(folder / TOKENIZER_FILE)
-        self.tokenizer.check_matches(self.cfg)
+        self.tokenizer = load_tokenizer(folder, self.cfg)
         self.folder = folder
         self.max_tokens = min(MAX_TOKENS, self.cfg.max_len)
 
@@ -168,7 +171,7 @@ class Translator:
     ) -> list[str]:
         """Token-id lists (EOS included) -> translations; one padded batch.
 
-        ``scale`` and ``head_mask`` (see ``model.transformer.check_head_mask``) act on this call only.
+        ``scale`` and ``head_mask`` (see ``model.heads.check_head_mask``) act on this call only.
         """
         width = max(len(ids) for ids in batch_ids)
         src = torch.full((len(batch_ids), width), self.cfg.pad_id, dtype=torch.long)
@@ -189,7 +192,7 @@ class Translator:
 
         For this call only: ``scale`` replaces the model's 1/sqrt(d_k) (None = the paper's); ``head_mask``
         (3, L, H) in ``KINDS`` order switches heads off, 1 = keep, 0 = that head's output zeroed before W^O
-        (see ``model.transformer.check_head_mask``). An ablated head's returned weights are still its
+        (see ``model.heads.check_head_mask``). An ablated head's returned weights are still its
         softmax's: they show where it would have looked.
         """
         warnings: list[str] = []

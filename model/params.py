@@ -12,7 +12,8 @@ the counts are derived analytically from the layer shapes in ``model/transformer
 * positional encodings are sinusoidal (§3.5), a buffer, not a parameter;
 * the stacks are post-LN (§3.1), so there is no final LayerNorm after either stack.
 
-``tests/test_architecture.py`` checks the total against ``count_parameters(EncoderDecoder(cfg))``.
+``tests/test_architecture.py`` checks the total against ``count_parameters(EncoderDecoder(cfg))``, and
+``tests/test_checkpoint_and_training.py`` checks ``state_dict_shapes`` against a real model's state_dict.
 """
 
 from __future__ import annotations
@@ -59,6 +60,29 @@ def parameter_breakdown(cfg: TransformerConfig) -> dict[str, int]:
     }
     counts["total"] = embedding + counts["encoder"] + counts["decoder"]
     return counts
+
+
+def state_dict_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """Every saved tensor's name and shape for ``cfg`` (what ``EncoderDecoder(cfg).state_dict()`` holds), so a
+    checkpoint can be checked against its config before a model is allocated."""
+    d, f = cfg.d_model, cfg.d_ff
+    shapes: dict[str, tuple[int, ...]] = {"embed.weight": (cfg.vocab_size, d)}
+    sides = (("encoder", ("self_attn",), 2), ("decoder", ("self_attn", "src_attn"), 3))
+    for side, attentions, n_sublayers in sides:
+        for i in range(cfg.n_layers):
+            layer = f"{side}.layers.{i}"
+            for attn in attentions:
+                for w in ("w_q", "w_k", "w_v", "w_o"):
+                    shapes |= {f"{layer}.{attn}.{w}.weight": (d, d), f"{layer}.{attn}.{w}.bias": (d,)}
+            shapes |= {
+                f"{layer}.feed_forward.w_1.weight": (f, d),
+                f"{layer}.feed_forward.w_1.bias": (f,),
+                f"{layer}.feed_forward.w_2.weight": (d, f),
+                f"{layer}.feed_forward.w_2.bias": (d,),
+            }
+            for j in range(n_sublayers):
+                shapes |= {f"{layer}.sublayer.{j}.norm.weight": (d,), f"{layer}.sublayer.{j}.norm.bias": (d,)}
+    return shapes
 
 
 def format_count(n: int) -> str:

@@ -17,8 +17,7 @@ autograd. Unlike a cross-entropy loss on the weights (whose log undoes the softm
 loss reaches q only through the softmax Jacobian diag(w) - w wᵀ, as attention's gradients do.
 
 Spread: over random queries the unscaled gradients span many orders of magnitude and their *mean* is set by
-the rare queries whose two largest logits happen to tie, so the curves report the **median** (a typical
-query); the means are returned alongside for completeness.
+the rare queries whose two largest logits happen to tie, so the curves report the **median** (a typical query).
 """
 
 from __future__ import annotations
@@ -186,51 +185,25 @@ def saturation_curves(
 
     For each d_k, ``n_trials`` random queries each attend over ``n_keys`` random keys; scaled and unscaled
     use the same draws. Returns {"d_k" (G,), "n_keys", "n_trials", "seed", "scaled": {metric: (G,)},
-    "unscaled": {...}, "scaled_mean": {...}, "unscaled_mean": {...}}; "scaled"/"unscaled" hold medians
-    over trials. Metrics: "entropy" (nats, at most log n_keys), "max_weight", "jacobian_norm", "grad_q_norm".
+    "unscaled": {...}}, medians over trials. Metrics: "entropy" (nats, at most log n_keys), "max_weight",
+    "jacobian_norm", "grad_q_norm".
     """
     dks = [_check_dk(d) for d in dks]
     dev = _device(device)
     med = {s: {m: [] for m in METRICS} for s in ("scaled", "unscaled")}
-    avg = {s: {m: [] for m in METRICS} for s in ("scaled", "unscaled")}
     for d in dks:
         q, keys, c = _sample_attention(d, n_keys, n_trials, seed, _SALT_SAT, dev)
         for setting, f in (("scaled", 1.0 / math.sqrt(d)), ("unscaled", 1.0)):
             m = _attend(q, keys, c, f)
             for name in METRICS:
                 med[setting][name].append(m[name].median().item())
-                avg[setting][name].append(m[name].mean().item())
-    arr = lambda table: {s: {m: np.asarray(v) for m, v in t.items()} for s, t in table.items()}  # noqa: E731
-    med, avg = arr(med), arr(avg)
     return {
         "d_k": np.asarray(dks, dtype=np.float64),
         "n_keys": int(n_keys),
         "n_trials": int(n_trials),
         "seed": int(seed),
-        "scaled": med["scaled"],
-        "unscaled": med["unscaled"],
-        "scaled_mean": avg["scaled"],
-        "unscaled_mean": avg["unscaled"],
+        **{setting: {m: np.asarray(v) for m, v in table.items()} for setting, table in med.items()},
     }
-
-
-def value_at(curves: dict, setting: str, metric: str, d_k: float) -> float:
-    """A curve's value at ``d_k``, interpolated linearly in log d_k (log value for the gradients)."""
-    x = np.log2(curves["d_k"])
-    y = np.asarray(curves[setting][metric], dtype=np.float64)
-    if metric in ("jacobian_norm", "grad_q_norm"):
-        return float(2.0 ** np.interp(math.log2(d_k), x, np.log2(np.maximum(y, 1e-300))))
-    return float(np.interp(math.log2(d_k), x, y))
-
-
-def gradient_ratio(curves: dict, d_k: float = 512, metric: str = "jacobian_norm") -> float:
-    """How many times smaller the unscaled gradient is than the scaled one at ``d_k`` (median query).
-
-    ``metric`` is "jacobian_norm" (the softmax's own gradient, the paper's claim) or "grad_q_norm".
-    """
-    if metric not in ("jacobian_norm", "grad_q_norm"):
-        raise ValueError(f"metric must be 'jacobian_norm' or 'grad_q_norm', got {metric!r}")
-    return value_at(curves, "scaled", metric, d_k) / max(value_at(curves, "unscaled", metric, d_k), 1e-300)
 
 
 # ----------------------------------------------------------------------------- the live model's maps

@@ -11,7 +11,6 @@ Two per-call values reach every attention block without touching the shared mode
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -19,48 +18,48 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.config import TransformerConfig
-
-
-@dataclass
-class KVCache:
-    """Keys and values one decoder layer has already computed, for incremental decoding."""
-
-    self_k: Tensor | None = None  # (B, H, t, d_k), grows by one position per step
-    self_v: Tensor | None = None
-    cross_k: Tensor | None = None  # (B, H, S, d_k), computed once from the encoder output
-    cross_v: Tensor | None = None
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep the batch rows in ``index`` (beam search re-ranks its hypotheses each step)."""
-        for name in ("self_k", "self_v", "cross_k", "cross_v"):
-            t = getattr(self, name)
-            if t is not None:
-                setattr(self, name, t.index_select(0, index))
-
-
-@dataclass
-class DecoderState:
-    """Everything incremental decoding carries from one step to the next."""
-
-    layers: list[KVCache]
-    position: int = 0  # index of the next target position
-
-    def reorder(self, index: Tensor) -> None:
-        for cache in self.layers:
-            cache.reorder(index)
-
-
-# The three kinds of attention in Figure 1, in the order of ``AttentionMaps`` and of a head mask's first axis.
-KINDS = ("encoder_self", "decoder_self", "cross")
+from model.heads import check_head_mask
 
 
 @dataclass
 class AttentionMaps:
-    """Per-layer attention weights, each (B, H, q_len, k_len)."""
+    """Per-layer attention weights, each (B, H, q_len, k_len); the fields are ``model.heads.KINDS``, in order."""
 
     encoder_self: list[Tensor] = field(default_factory=list)  # (B, H, S, S)
     decoder_self: list[Tensor] = field(default_factory=list)  # (B, H, T, T), zero above the diagonal
     cross: list[Tensor] = field(default_factory=list)  # (B, H, T, S)
+
+
+@dataclass
+class KVCache:
+    """The keys and values one attention block has already projected, for incremental decoding.
+
+    Masked self-attention appends the new positions' keys and values at each step; encoder–decoder
+    attention (``static``) projects the encoder output once and reuses it.
+    """
+
+    static: bool = False
+    k: Tensor | None = None  # (B, H, L, d_k)
+    v: Tensor | None = None
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the batch rows in ``index`` (beam search re-ranks its hypotheses each step)."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
+@dataclass
+class DecoderState:
+    """Everything incremental decoding carries from one step to the next: per decoder layer, the caches of
+    its self-attention and its encoder–decoder attention."""
+
+    layers: list[tuple[KVCache, KVCache]]
+    position: int = 0  # index of the next target position
+
+    def reorder(self, index: Tensor) -> None:
+        for self_cache, src_cache in self.layers:
+            self_cache.reorder(index)
+            src_cache.reorder(index)
 
 
 def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
@@ -73,47 +72,18 @@ def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
 
 
-def head_mask_for(cfg: TransformerConfig, off: Iterable[tuple[str, int, int]]) -> Tensor:
-    """A (3, N, h) float head mask, all ones but 0 at each ``(kind, layer, head)`` of ``off`` (0-based)."""
-    mask = torch.ones(len(KINDS), cfg.n_layers, cfg.n_heads)
-    for kind, layer, head in off:
-        if kind not in KINDS:
-            raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
-        if not (0 <= layer < cfg.n_layers and 0 <= head < cfg.n_heads):
-            raise ValueError(
-                f"no head {kind}:{layer}:{head}: layers run 0..{cfg.n_layers - 1}, heads 0..{cfg.n_heads - 1}"
-            )
-        mask[KINDS.index(kind), layer, head] = 0.0
-    return mask
-
-
-def check_head_mask(head_mask, cfg: TransformerConfig, like: Tensor) -> Tensor | None:
-    """Validate a per-call head mask and return it as ``like``'s dtype and device (None = every head on).
-
-    ``head_mask``: anything ``torch.as_tensor`` takes, shape (3, N, h) in ``KINDS`` order, bool or numbers in
-    [0, 1]. Head i of that attention block has its output Attention(Q W^Q_i, K W^K_i, V W^V_i) multiplied by
-    the value before Concat(head_1..h) W^O: 1 keeps it, 0 switches it off (ablation; Michel et al., 2019).
-    The attention *weights* returned for an ablated head are still the ones its softmax computed.
-    """
-    if head_mask is None:
-        return None
-    mask = torch.as_tensor(head_mask)
-    expected = (len(KINDS), cfg.n_layers, cfg.n_heads)
-    if tuple(mask.shape) != expected:
-        raise ValueError(f"head_mask has shape {tuple(mask.shape)}, expected (kinds, layers, heads) = {expected}")
-    mask = mask.to(device=like.device, dtype=like.dtype)
-    if not bool(((mask >= 0) & (mask <= 1)).all()):
-        raise ValueError("head_mask values must lie in [0, 1]: 1 keeps a head, 0 switches it off")
-    return mask
+def dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """§5.4 dropout at rate ``p`` while training; at inference the identity (and no call at all)."""
+    return F.dropout(x, p) if training and p else x
 
 
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, dropout: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, p_drop: float = 0.0
 ) -> tuple[Tensor, Tensor]:
     """§3.2.1: softmax(Q K^T * scale) V, returning (output, weights).
 
     q: (B, H, Lq, d_k), k and v: (B, H, Lk, d_k), mask broadcastable to (B, H, Lq, Lk), True = keep.
-    ``dropout`` (training only, not in the paper) drops attention weights before they weigh V; the
+    ``p_drop`` (training only, not in the paper) drops attention weights before they weigh V; the
     weights returned are the softmax itself, so maps always sum to 1 per row.
     """
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B, H, Lq, Lk)
@@ -121,8 +91,7 @@ def scaled_dot_product_attention(
         # The dtype's most negative number, not -inf: a fully masked row stays finite.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
-    dropped = F.dropout(weights, dropout) if dropout else weights
-    return torch.matmul(dropped, v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
+    return torch.matmul(dropout(weights, p_drop, p_drop > 0), v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
 
 
 class MultiHeadAttention(nn.Module):
@@ -131,7 +100,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d_model // n_heads
-        self.dropout = dropout  # on the attention weights, while training (cfg.attn_dropout)
+        self.p_drop = dropout  # on the attention weights (cfg.attn_dropout; not in the paper)
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
@@ -141,25 +110,36 @@ class MultiHeadAttention(nn.Module):
         b, length, _ = x.shape
         return x.view(b, length, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, L, d_k)
 
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        return self.split_heads(self.w_k(x)), self.split_heads(self.w_v(x))  # 2 x (B, H, L, d_k)
-
-    def attend(
-        self, x_q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, head_mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.dropout if self.training else 0.0)
-        if head_mask is not None:  # (H,): head i's output times head_mask[i], before Concat W^O
-            out = out * head_mask[:, None, None]
-        b, _, lq, _ = out.shape
-        out = out.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k)  # (B, Lq, d_model)
-        return self.w_o(out), weights
+    def keys_values(self, x_kv: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
+        """K W^K and V W^V, each (B, H, Lk, d_k); with a cache, only what it does not hold yet is projected."""
+        if cache is not None and cache.static and cache.k is not None:
+            return cache.k, cache.v
+        k, v = self.split_heads(self.w_k(x_kv)), self.split_heads(self.w_v(x_kv))  # (B, H, L, d_k)
+        if cache is not None:
+            if cache.k is not None:  # earlier positions first
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
+            cache.k, cache.v = k, v
+        return k, v
 
     def forward(
-        self, x_q: Tensor, x_kv: Tensor, mask: Tensor | None, scale: float, head_mask: Tensor | None = None
+        self,
+        x_q: Tensor,
+        x_kv: Tensor,
+        mask: Tensor | None,
+        scale: float,
+        head_mask: Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor]:
-        k, v = self.project_kv(x_kv)
-        return self.attend(x_q, k, v, mask, scale, head_mask)
+        """-> (output (B, Lq, d_model), weights (B, H, Lq, Lk)). ``head_mask`` (H,): head i's output times
+        head_mask[i] before Concat W^O."""
+        q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
+        k, v = self.keys_values(x_kv, cache)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.p_drop if self.training else 0.0)
+        if head_mask is not None:
+            heads = heads * head_mask[:, None, None]
+        b, _, lq, _ = heads.shape
+        concat = heads.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k)  # (B, Lq, d_model)
+        return self.w_o(concat), weights
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -169,13 +149,10 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = dropout  # on the ReLU output, while training (cfg.relu_dropout)
+        self.p_drop = dropout  # on the ReLU output (cfg.relu_dropout; not in the paper)
 
     def forward(self, x: Tensor) -> Tensor:
-        hidden = torch.relu(self.w_1(x))
-        if self.training and self.dropout:
-            hidden = F.dropout(hidden, self.dropout)
-        return self.w_2(hidden)
+        return self.w_2(dropout(torch.relu(self.w_1(x)), self.p_drop, self.training))
 
 
 class SublayerConnection(nn.Module):
@@ -184,15 +161,15 @@ class SublayerConnection(nn.Module):
     def __init__(self, d_model: int, dropout: float):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.p_drop = dropout  # cfg.dropout, the paper's P_drop
 
     def forward(self, x: Tensor, sublayer_out: Tensor) -> Tensor:
-        if self.training:  # (an eval-mode Dropout is the identity; skipping the call saves time per decode step)
-            sublayer_out = self.dropout(sublayer_out)
-        return self.norm(x + sublayer_out)
+        return self.norm(x + dropout(sublayer_out, self.p_drop, self.training))
 
 
 class EncoderLayer(nn.Module):
+    """Figure 1, left: multi-head self-attention, then the feed-forward network, each a sub-layer."""
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
@@ -202,13 +179,16 @@ class EncoderLayer(nn.Module):
     def forward(
         self, x: Tensor, src_mask: Tensor, scale: float, head_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        attn_sub, ff_sub = self.sublayer  # (unpacking is cheaper than ModuleList indexing)
+        attn_sub, ff_sub = self.sublayer
         attn_out, weights = self.self_attn(x, x, src_mask, scale, head_mask)
         x = attn_sub(x, attn_out)
         return ff_sub(x, self.feed_forward(x)), weights
 
 
 class DecoderLayer(nn.Module):
+    """Figure 1, right: masked self-attention, encoder–decoder attention over the encoder output ``memory``,
+    then the feed-forward network, each a sub-layer."""
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
@@ -216,23 +196,23 @@ class DecoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.relu_dropout)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
 
-    def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None, scale: float,
-                cache: KVCache | None, head_mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        k, v = self.self_attn.project_kv(x)  # (B, H, t_new, d_k)
-        if cache is not None:
-            if cache.self_k is not None:
-                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
-            cache.self_k, cache.self_v = k, v
-            if cache.cross_k is None:
-                cache.cross_k, cache.cross_v = self.src_attn.project_kv(memory)
-            ck, cv = cache.cross_k, cache.cross_v
-        else:
-            ck, cv = self.src_attn.project_kv(memory)
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt_mask: Tensor | None,
+        scale: float,
+        cache: tuple[KVCache, KVCache] | None = None,
+        head_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """-> (x, self-attention weights, cross-attention weights). ``head_mask``: (2, H) or None."""
+        self_cache, src_cache = cache if cache is not None else (None, None)
+        self_heads, src_heads = head_mask if head_mask is not None else (None, None)
         self_sub, cross_sub, ff_sub = self.sublayer
-        self_heads, cross_heads = (None, None) if head_mask is None else head_mask  # (2, H) -> 2 x (H,)
-        attn_out, self_w = self.self_attn.attend(x, k, v, tgt_mask, scale, self_heads)
+        attn_out, self_w = self.self_attn(x, x, tgt_mask, scale, self_heads, self_cache)
         x = self_sub(x, attn_out)
-        attn_out, cross_w = self.src_attn.attend(x, ck, cv, src_mask, scale, cross_heads)
+        attn_out, cross_w = self.src_attn(x, memory, src_mask, scale, src_heads, src_cache)
         x = cross_sub(x, attn_out)
         return ff_sub(x, self.feed_forward(x)), self_w, cross_w
 
@@ -248,14 +228,13 @@ class PositionalEncoding(nn.Module):
         pe[:, 0::2] = torch.sin(position * div_term)
         pe[:, 1::2] = torch.cos(position * div_term)
         self.register_buffer("pe", pe, persistent=False)  # recomputed, never saved
-        self.dropout = nn.Dropout(dropout)
+        self.p_drop = dropout
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
         length = x.size(1)
         if start + length > self.pe.size(0):
             raise ValueError(f"sequence of {start + length} positions exceeds max_len={self.pe.size(0)}")
-        x = x + self.pe[start : start + length].to(x.dtype)
-        return self.dropout(x) if self.training else x
+        return dropout(x + self.pe[start : start + length].to(x.dtype), self.p_drop, self.training)
 
 
 class Encoder(nn.Module):
@@ -292,7 +271,7 @@ class Decoder(nn.Module):
     ) -> Tensor:
         """``head_mask``: (2, N, H) for (decoder_self, cross), or None."""
         for i, layer in enumerate(self.layers):
-            cache = state.layers[i] if state else None
+            cache = state.layers[i] if state is not None else None
             heads = None if head_mask is None else head_mask[:, i]  # (2, H)
             x, self_w, cross_w = layer(x, memory, src_mask, tgt_mask, scale, cache, heads)
             if maps is not None:
@@ -353,10 +332,8 @@ class EncoderDecoder(nn.Module):
         src_mask = padding_mask(src, self.cfg.pad_id)
         x = self.embed_tokens(src)
         heads = check_head_mask(head_mask, self.cfg, x)
-        memory = self.encoder(
-            x, src_mask, self._scale(scale), maps.encoder_self if maps is not None else None,
-            None if heads is None else heads[0],
-        )
+        encoder_maps = maps.encoder_self if maps is not None else None
+        memory = self.encoder(x, src_mask, self._scale(scale), encoder_maps, None if heads is None else heads[0])
         return memory, src_mask
 
     def decode(
@@ -379,10 +356,10 @@ class EncoderDecoder(nn.Module):
         x = self.embed_tokens(tgt_in, start)
         t_new = tgt_in.size(1)
         if state is None or t_new > 1:
-            # Full (or multi-token) pass: causal within the new block, all cached positions visible.
+            # Causal within the new positions, every cached position visible.
             tgt_mask = causal_mask(start + t_new, tgt_in.device)[:, :, start:]
         else:
-            tgt_mask = None  # one new query attends to every cached position
+            tgt_mask = None  # one new query may see every position so far
         heads = check_head_mask(head_mask, self.cfg, x)
         heads = None if heads is None else heads[1:]  # (2, N, H): decoder_self, cross
         x = self.decoder(x, memory, src_mask, tgt_mask, self._scale(scale), state, maps, heads)
@@ -395,10 +372,14 @@ class EncoderDecoder(nn.Module):
         return F.linear(x, self.embed.weight)  # (B, T, vocab)
 
     def new_state(self) -> DecoderState:
-        return DecoderState(layers=[KVCache() for _ in range(self.cfg.n_layers)])
+        return DecoderState(layers=[(KVCache(), KVCache(static=True)) for _ in range(self.cfg.n_layers)])
 
     def forward(
-        self, src: Tensor, tgt_in: Tensor, scale: float | None = None, maps: AttentionMaps | None = None,
+        self,
+        src: Tensor,
+        tgt_in: Tensor,
+        scale: float | None = None,
+        maps: AttentionMaps | None = None,
         head_mask=None,
     ) -> Tensor:
         memory, src_mask = self.encode(src, scale, maps, head_mask)

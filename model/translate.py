@@ -13,10 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from model.checkpoint import CheckpointError
+from model.cli import command
 from model.inference import ASSETS, Translator
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.translate", description="Translate English to German.")
     p.add_argument("text", help="English source sentence")
@@ -33,15 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", type=Path, default=ASSETS, help="checkpoint folder (default: the shipped model)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     args = p.parse_args(argv)
-    try:
-        translator = Translator(args.model, args.device)
-        result = translator.attention(args.text, target=args.target, scale=args.scale)
-        text = result.translation
-        if args.beam > 1 and not args.target:
-            text = translator.translate(args.text, beam=args.beam, scale=args.scale)
-    except (CheckpointError, ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    translator = Translator(args.model, args.device)
+    result = translator.attention(args.text, target=args.target, scale=args.scale)
+    text = result.translation
+    if args.beam > 1 and not args.target:
+        text = translator.translate(args.text, beam=args.beam, scale=args.scale)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(text)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, load_config, load_model, read_tensors, save_model
+from model.checkpoint import CheckpointError, check_model_folder, load_config, load_model, read_tensors, save_model
 from model.config import TINY
-from model.train import learning_rate, main
+from model.params import state_dict_shapes
+from model.train import main
+from model.training import learning_rate, resolve_precision, scheduled_lr
 from model.transformer import EncoderDecoder
 
 
@@ -42,9 +45,9 @@ def test_checkpoint_faults_are_one_line_naming_the_file(tmp_path):
         load_model(bad)
     # weights from another config
     mismatch = tmp_path / "mismatch"
-    save_model(EncoderDecoder(TINY.with_(d_model=16, n_heads=2, d_ff=32)), mismatch)
+    save_model(EncoderDecoder(replace(TINY, d_model=16, n_heads=2, d_ff=32)), mismatch)
     (mismatch / "config.json").write_text(TINY.to_json())
-    with pytest.raises(CheckpointError, match="do not match the config.*shape"):
+    with pytest.raises(CheckpointError, match="do not match config.json.*shape"):
         load_model(mismatch)
     # missing and broken config
     (mismatch / "config.json").unlink()
@@ -170,14 +173,113 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
 
 
 def test_anneal_falls_linearly_to_zero_and_stops_there(corpus, tmp_path):
-    from argparse import Namespace
+    def lr(step):
+        return scheduled_lr(step, 64, warmup=10, lr_scale=2.0, anneal=(100, 200))
 
-    from model.train import scheduled_lr
-
-    args = Namespace(lr_scale=2.0, warmup=10, anneal=[100, 200])
-    assert scheduled_lr(50, 64, args) == pytest.approx(2 * learning_rate(50, 64, 10))  # before: the schedule
-    assert scheduled_lr(150, 64, args) == pytest.approx(learning_rate(150, 64, 10))  # halfway: half of it
-    assert scheduled_lr(200, 64, args) == 0.0 and scheduled_lr(250, 64, args) == 0.0
+    assert lr(50) == pytest.approx(2 * learning_rate(50, 64, 10))  # before: the schedule
+    assert lr(150) == pytest.approx(learning_rate(150, 64, 10))  # halfway: half of it
+    assert lr(200) == 0.0 and lr(250) == 0.0
 
     train(corpus, tmp_path / "run", "--epochs", "5", "--anneal", "3", "7")  # stops mid-epoch at step 7
     assert json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["step"] == 7
+
+
+# ----------------------------------------------------------------------------- configs from disk, checked first
+
+
+def test_state_dict_shapes_are_the_real_models():
+    for cfg in (TINY, replace(TINY, n_layers=3, d_ff=48, vocab_size=50)):
+        assert state_dict_shapes(cfg) == {k: tuple(v.shape) for k, v in EncoderDecoder(cfg).state_dict().items()}
+
+
+def test_legacy_attn_scale_null_still_loads(tmp_path):
+    """Run folders written before the scale became per-call (runs/v2) hold "attn_scale": null."""
+    legacy = json.loads(TINY.to_json()) | {"attn_scale": None}
+    (tmp_path / "config.json").write_text(json.dumps(legacy))
+    assert load_config(tmp_path) == TINY
+    (tmp_path / "config.json").write_text(json.dumps(legacy | {"attn_scale": 0.5}))
+    with pytest.raises(CheckpointError, match="attn_scale is no longer a config value"):
+        load_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"vocab_size": 10**12}, r"3\.2e\+13 floats .* more than"),
+        ({"n_layers": 10**7}, "more than"),
+        ({"max_len": 10**9}, "more than"),
+        ({"d_model": -1}, "d_model must be positive"),
+        ({"n_heads": 0}, "n_heads must be positive"),
+        ({"d_model": 30, "n_heads": 8}, "not divisible"),
+        ({"d_model": "32"}, "d_model must be an integer"),
+        ({"n_layers": 2.0}, "n_layers must be an integer"),
+        ({"n_layers": True}, "n_layers must be an integer"),
+        ({"dropout": 1.5}, r"dropout must be a number in \[0, 1\)"),
+        ({"dropout": None}, "dropout must be a number"),
+        ({"pad_id": 64}, "pad_id=64 is not a token id"),
+    ],
+)
+def test_implausible_config_values_are_refused_before_anything_is_allocated(tmp_path, monkeypatch, change, message):
+    import model.checkpoint
+
+    save_model(EncoderDecoder(TINY), tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(json.loads(TINY.to_json()) | change))
+
+    def no_model(cfg):
+        raise AssertionError("a model was built")
+
+    monkeypatch.setattr(model.checkpoint, "EncoderDecoder", no_model)
+    for load in (load_model, check_model_folder):
+        with pytest.raises(CheckpointError, match=message) as exc:
+            load(tmp_path)
+        assert str(exc.value).startswith(str(tmp_path / "config.json")) and "\n" not in str(exc.value)
+        assert "re-export" in str(exc.value)  # what to do
+
+
+def test_weights_of_another_shape_are_refused_from_the_header(tmp_path, monkeypatch):
+    import model.checkpoint
+
+    save_model(EncoderDecoder(TINY), tmp_path)
+    (tmp_path / "config.json").write_text(replace(TINY, vocab_size=TINY.vocab_size * 1000).to_json())
+    monkeypatch.setattr(model.checkpoint, "load_file", lambda path: pytest.fail("tensors were read"))
+    with pytest.raises(CheckpointError, match=r"embed\.weight has shape \(64, 32\), expected \(64000, 32\)"):
+        load_model(tmp_path)
+
+
+def test_check_model_folder_checks_every_file_without_loading_weights(tiny_model_dir, tmp_path, monkeypatch):
+    import model.checkpoint
+
+    monkeypatch.setattr(model.checkpoint, "load_file", lambda path: pytest.fail("tensors were read"))
+    assert check_model_folder(tiny_model_dir) == load_config(tiny_model_dir)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (broken / name).write_bytes((tiny_model_dir / name).read_bytes())
+    with pytest.raises(CheckpointError, match=r"broken/tokenizer\.model: tokenizer file not found; copy"):
+        check_model_folder(broken)
+    (broken / "tokenizer.model").write_bytes(b"not a sentencepiece model")
+    with pytest.raises(CheckpointError, match=r"broken/tokenizer\.model: not a valid SentencePiece model"):
+        check_model_folder(broken)
+
+
+# ----------------------------------------------------------------------------- precision
+
+
+def test_auto_precision_is_bf16_only_where_it_is_native():
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu, "flags\t\t: fpu sse2 avx2 avx512f\n") == "fp32"  # emulated: ~150x slower
+    assert resolve_precision("auto", cpu, "flags\t\t: fpu avx2 amx_bf16 amx_tile\n") == "bf16"
+    assert resolve_precision("auto", cpu, "flags\t\t: fpu avx512f avx512_bf16\n") == "bf16"
+    assert resolve_precision("auto", cpu, "Features\t: fp asimd bf16\n") == "bf16"
+    assert resolve_precision("bf16", cpu, "flags : fpu\n") == "bf16" and resolve_precision("fp32", cpu) == "fp32"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        resolve_precision("fp16", cpu)
+
+
+def test_the_log_records_the_precision_actually_used(corpus, tmp_path):
+    args = ["--data", str(corpus), "--out", str(tmp_path), "--preset", "tiny", "--max-tokens", "200", "--epochs", "1"]
+    assert main(args) == 0  # --precision left at auto
+    log = json.loads((tmp_path / "log.json").read_text())
+    assert log[0]["precision"] == resolve_precision("auto", torch.device("cpu"))
+    trainer = json.loads((tmp_path / "last" / "trainer.json").read_text())
+    assert trainer["args"]["precision"] == log[0]["precision"]  # resolved, never "auto"

@@ -10,8 +10,8 @@ import torch
 
 from model import evaluate, translate
 from model.data import read_lines
+from model.heads import head_mask_for
 from model.inference import MAX_TOKENS, AttentionResult, Translator, clean_text
-from model.transformer import head_mask_for
 
 ODD_INPUTS = [
     "A dog 🐕 runs 🏃‍♂️ in the park.",

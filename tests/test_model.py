@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 
 from model.config import MULTI30K_SMALL, PAPER_BASE, TINY, TransformerConfig
 from model.decode import beam_search, greedy_decode
+from model.heads import check_head_mask, head_mask_for
 from model.transformer import (
     AttentionMaps,
     EncoderDecoder,
     MultiHeadAttention,
     causal_mask,
-    check_head_mask,
     count_parameters,
-    head_mask_for,
     padding_mask,
 )
 
@@ -61,7 +61,7 @@ def test_causal_self_attention_matches_torch():
 
 def tiny_model(**changes) -> EncoderDecoder:
     torch.manual_seed(0)
-    return EncoderDecoder(TINY.with_(**changes)).eval()
+    return EncoderDecoder(replace(TINY, **changes)).eval()
 
 
 def batch(cfg: TransformerConfig):
@@ -107,7 +107,7 @@ def test_attention_and_relu_dropout_act_only_while_training():
     for w in maps.encoder_self + maps.decoder_self + maps.cross:
         torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
     with pytest.raises(ValueError, match="attn_dropout"):
-        TINY.with_(attn_dropout=1.0)
+        replace(TINY, attn_dropout=1.0)
 
 
 def encoder_position_similarity(model: EncoderDecoder, src: torch.Tensor) -> float:
@@ -142,7 +142,7 @@ def test_attention_scale_is_a_per_call_value():
     model(src, tgt, scale=1.0, maps=unscaled)
     torch.testing.assert_close(default.encoder_self[0], same.encoder_self[0])
     assert not torch.allclose(default.encoder_self[0], unscaled.encoder_self[0])
-    assert model.cfg.attn_scale is None  # the shared model is unchanged
+    assert model.cfg.scale == 1 / math.sqrt(model.cfg.d_k)  # the shared model is unchanged
 
 
 def test_cached_decoding_equals_full_recomputation():
@@ -196,7 +196,7 @@ def test_parameter_counts_and_presets():
 
 def test_tiny_model_overfits_a_handful_of_pairs():
     torch.manual_seed(0)
-    cfg = TINY.with_(vocab_size=20)
+    cfg = replace(TINY, vocab_size=20)
     model = EncoderDecoder(cfg)
     src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0], [10, 11, 12, 2]])
     out = torch.tensor([[13, 14, 15, 2], [16, 17, 2, 0], [18, 19, 5, 2]])
