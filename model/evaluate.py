@@ -50,8 +50,7 @@ def reference_loss(translator: Translator, sources: list[str], refs: list[str], 
     return total / max(count, 1)
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
     p.add_argument("--src", type=Path, help="English sources (default: DATA/test_2016_flickr.en.gz)")
     p.add_argument("--ref", type=Path, help="German references (default: DATA/test_2016_flickr.de.gz)")
@@ -66,13 +65,26 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be at least 1, not {args.limit}")
-    translator = Translator(args.model, args.device)
+    if args.beam < 1:
+        raise ValueError(f"--beam must be at least 1, not {args.beam}")
+    return args
+
+
+def read_pairs(args: argparse.Namespace) -> tuple[Path, list[str], list[str]]:
+    """-> (source path, sources, references), the first ``--limit`` of them."""
     src_path = args.src or split_path(args.data, "test_2016_flickr", "en")
     ref_path = args.ref or split_path(args.data, "test_2016_flickr", "de")
     sources, refs = read_lines(src_path), read_lines(ref_path)
     if len(sources) != len(refs):
         raise ValueError(f"{src_path} has {len(sources)} lines but {ref_path} has {len(refs)}")
-    sources, refs = sources[: args.limit], refs[: args.limit]
+    return src_path, sources[: args.limit], refs[: args.limit]
+
+
+@command
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    translator = Translator(args.model, args.device)
+    src_path, sources, refs = read_pairs(args)
     torch.manual_seed(0)
     t0 = time.perf_counter()
     hyps = translate_all(translator, sources, args.beam)
@@ -82,23 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     signature = str(bleu.get_signature())
     print(f"{score} (beam {args.beam}, {len(sources)} sentences, {seconds:.1f} s on {translator.device_label})")
     print(f"signature: {signature}")
-    loss = reference_loss(translator, sources, refs) if args.loss else None
-    if loss is not None:
+    record = {"bleu": round(score.score, 2), "signature": signature, "beam": args.beam, "src": str(src_path),
+              "sentences": len(sources), "seconds": round(seconds, 1), "device": translator.device_label}
+    if args.loss:
+        loss = reference_loss(translator, sources, refs)
+        record["loss"] = round(loss, 4)
         print(f"reference cross-entropy: {loss:.3f} nats per token (teacher forcing, no label smoothing)")
     if args.hyp_out:
         args.hyp_out.write_text("\n".join(hyps) + "\n", encoding="utf-8")
     if args.json:
-        record = {
-            "bleu": round(score.score, 2),
-            "signature": signature,
-            "beam": args.beam,
-            "src": str(src_path),
-            "sentences": len(sources),
-            "seconds": round(seconds, 1),
-            "device": translator.device_label,
-        }
-        if loss is not None:
-            record["loss"] = round(loss, 4)
         args.json.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return 0
 
