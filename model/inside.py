@@ -1,0 +1,392 @@
+"""Inside one head: Equation (1) and Figure 2 (right) of the paper, computed step by step for one query.
+
+On demand and for one attention sub-layer only. The layers below run on the model's own modules (eval
+mode, nothing stored on them, the hot path untouched); the chosen sub-layer is then recomputed from its
+weights one piece at a time, for one query position:
+
+    x_q --W^Q_i--> q (d_k)          x_kv --W^K_i, W^V_i--> K, V (n, d_k)   [cross: x_kv = encoder output]
+    scores_j = q·k_j --× scale--> mask (decoder self: keys after the query -> −∞) --softmax--> α (n)
+    head_i = Σ_j α_j v_j (d_v);  the h heads -> Concat (h·d_v = d_model) --W^O--> Sublayer(x) (d_model)
+    layer_output = LayerNorm(x + Sublayer(x))        (post-LN, §3.1; sub-layer dropout is off in eval)
+
+``factor`` replaces the scale in this one sub-layer (all its heads) and nowhere else, so x, q, K and V
+are the trained model's whatever the factor. Footnote 4 on this head: the same raw scores scaled as
+trained, unscaled (× 1) and by the factor; the std of q·k over the allowed keys against √d_k.
+
+Contributions (Kobayashi et al., 2020, "Attention is not only a weight"): key j moves the output by
+α_j · v_j W^O_i, W^O_i being the d_v rows of W^O that head i's slice of the Concat meets. Since α_j is a
+scalar, its norm is α_j · ‖v_j W^O_i‖.
+Notation: L layers, H heads, d_k = d_v = d_model / H, Q query positions, n keys. Entropies in nats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from model.decode import greedy_decode, max_output_length
+from model.inference import BOS_PIECE, EOS_PIECE, KINDS, Translator, clean_text
+from model.transformer import EncoderDecoder, MultiHeadAttention, causal_mask, padding_mask
+
+MAX_FACTOR = 100.0  # the same bound as the /attention endpoint's scale
+_DIGITS = 5  # decimals in the JSON
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """The ids behind the Attention tab's heatmaps: source (EOS last) and decoder inputs (BOS first).
+
+    Greedy when no target is given (the same `greedy_decode` as `Translator.attention`), else teacher
+    forcing. Small: an app may cache it to skip the greedy decode on later requests.
+    """
+
+    source_text: str
+    translation: str
+    src_ids: tuple[int, ...]  # S
+    tgt_in_ids: tuple[int, ...]  # T, BOS first: decoder row i is fed token i
+    source_tokens: tuple[str, ...]
+    target_tokens: tuple[str, ...]
+    teacher_forced: bool
+    warnings: tuple[str, ...] = ()
+
+    def tokens(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(query tokens, key tokens) of one kind of attention."""
+        kind = check_kind(kind)
+        src, tgt = self.source_tokens, self.target_tokens
+        return {"encoder_self": (src, src), "decoder_self": (tgt, tgt), "cross": (tgt, src)}[kind]
+
+
+@dataclass(frozen=True)
+class ScaleCase:
+    """One head's softmax for one scale (footnote 4): weights over the keys, entropy, largest weight."""
+
+    label: str
+    scale: float
+    weights: np.ndarray  # (n,)
+    entropy: float  # nats; at most log(number of allowed keys)
+    max_weight: float
+
+
+@dataclass
+class HeadInside:
+    """Every piece of one head's attention for one query, as float32 numpy arrays (see the module doc)."""
+
+    kind: str
+    layer: int  # 1-based
+    head: int  # 1-based
+    query: int  # 0-based position on the query side
+    query_tokens: list[str]
+    key_tokens: list[str]
+    sentence: Sentence
+    x: np.ndarray  # (d_model,) the sub-layer input at the query (the residual)
+    x_kv: np.ndarray  # (n, d_model) what keys and values are projected from
+    q: np.ndarray  # (d_k,) = x W^Q_i + b
+    k: np.ndarray  # (n, d_k) = x_kv W^K_i + b
+    v: np.ndarray  # (n, d_v) = x_kv W^V_i + b
+    scores: np.ndarray  # (n,) raw q·k_j, before scaling
+    scale: float  # the factor used (the model's own 1/√d_k unless a factor was given)
+    model_scale: float
+    masked: np.ndarray  # (n,) bool, True = masked out (−∞ before the softmax)
+    weights: np.ndarray  # (n,) α_j
+    output: np.ndarray  # (d_v,) head_i = Σ_j α_j v_j
+    head_outputs: np.ndarray  # (H, d_v) every head's output for this query
+    sublayer_output: np.ndarray  # (d_model,) Concat(head_1..h) W^O + b
+    layer_output: np.ndarray  # (d_model,) LayerNorm(x + Sublayer(x))
+    value_norms: np.ndarray  # (n,) ‖v_j W^O_i‖
+    contributions: np.ndarray  # (n,) ‖α_j v_j W^O_i‖
+    scale_cases: list[ScaleCase] = field(default_factory=list)  # trained, × 1, [factor]
+
+    @property
+    def query_token(self) -> str:
+        return self.query_tokens[self.query]
+
+    @property
+    def d_k(self) -> int:
+        return int(self.q.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.head_outputs.shape[0])
+
+    @property
+    def d_model(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def entropy(self) -> float:
+        return entropy(self.weights)
+
+    @property
+    def max_weight(self) -> float:
+        return float(self.weights.max())
+
+    @property
+    def score_std(self) -> float:
+        """Std of the raw q·k_j over the allowed keys (footnote 4 expects √d_k for unit-variance q, k)."""
+        return float(self.scores[~self.masked].astype(np.float64).std())
+
+    @property
+    def contributions_normalised(self) -> np.ndarray:
+        return normalise_rows(self.contributions)
+
+    def to_json_dict(self) -> dict:
+        """The `/inside_head` payload: every piece, rounded, with shapes and the paper's symbols."""
+        arrays = {
+            "x": self.x, "q": self.q, "k": self.k, "v": self.v, "scores": self.scores, "weights": self.weights,
+            "output": self.output, "head_outputs": self.head_outputs, "sublayer_output": self.sublayer_output,
+            "layer_output": self.layer_output, "value_norms": self.value_norms,
+            "contributions": self.contributions, "contributions_normalised": self.contributions_normalised,
+        }
+        s = self.sentence
+        return {
+            "kind": self.kind, "layer": self.layer, "head": self.head, "query": self.query,
+            "query_token": self.query_token, "query_tokens": list(self.query_tokens),
+            "key_tokens": list(self.key_tokens),
+            "source_text": s.source_text, "translation": s.translation, "teacher_forced": s.teacher_forced,
+            "warnings": list(s.warnings),
+            "scale": _round(self.scale), "model_scale": _round(self.model_scale),
+            "masked": self.masked.tolist(),
+            **{name: _round(arr) for name, arr in arrays.items()},
+            "entropy": _round(self.entropy), "max_weight": _round(self.max_weight),
+            "score_std": _round(self.score_std), "sqrt_d_k": _round(math.sqrt(self.d_k)),
+            "footnote4": [
+                {"label": c.label, "scale": _round(c.scale), "weights": _round(c.weights),
+                 "entropy": _round(c.entropy), "max_weight": _round(c.max_weight)}
+                for c in self.scale_cases
+            ],
+            "shapes": {name: list(arr.shape) for name, arr in arrays.items()},
+            "labels": LABELS,
+        }
+
+
+LABELS = {  # the paper's symbol for each JSON array (i = this head, j = a key)
+    "x": "x: the sub-layer's input at the query (d_model)",
+    "q": "q = x W^Q_i + b^Q_i (d_k)",
+    "k": "K = x_kv W^K_i + b^K_i (keys × d_k); cross-attention: x_kv = the encoder output",
+    "v": "V = x_kv W^V_i + b^V_i (keys × d_v)",
+    "scores": "q·k_j (keys), before scaling",
+    "weights": "α_j = softmax_j(scale · q·k_j), masked keys −∞ (keys)",
+    "output": "head_i = Σ_j α_j v_j (d_v)",
+    "head_outputs": "head_1..head_h for this query (h × d_v)",
+    "sublayer_output": "MultiHead = Concat(head_1..head_h) W^O + b^O (d_model)",
+    "layer_output": "LayerNorm(x + MultiHead) (d_model), post-LN §3.1",
+    "value_norms": "‖v_j W^O_i‖ (keys)",
+    "contributions": "‖α_j v_j W^O_i‖ (keys), Kobayashi et al. 2020",
+    "contributions_normalised": "contributions / their sum (keys)",
+}
+
+
+def _round(value):
+    """float64 first: np.round on float32 gives back long digits (0.01686999946832657)."""
+    return np.round(np.asarray(value, dtype=np.float64), _DIGITS).tolist()
+
+
+def entropy(weights) -> float:
+    """Softmax entropy in nats, 0·log 0 = 0."""
+    p = np.asarray(weights, dtype=np.float64)
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def normalise_rows(values: np.ndarray) -> np.ndarray:
+    """Divide by the sum over the last axis (a row of zeros stays zeros)."""
+    total = values.sum(-1, keepdims=True)
+    return (values / np.where(total > 0, total, 1)).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------ input checks
+def check_kind(kind) -> str:
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return kind
+
+
+def check_index(value, name: str, lo: int, hi: int) -> int:
+    """A whole number in [lo, hi] (ints, integral floats and digit strings, as forms send them)."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}") from None
+    if not math.isfinite(number) or number != int(number) or not lo <= number <= hi:
+        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
+    return int(number)
+
+
+def check_factor(factor) -> float | None:
+    """None or "" -> None (the model's own 1/√d_k); else a finite number in (0, MAX_FACTOR]."""
+    if factor is None or (isinstance(factor, str) and not factor.strip()):
+        return None
+    message = f"factor must be a positive number up to {MAX_FACTOR:g} (empty = the model's 1/√d_k), got {factor!r}"
+    if isinstance(factor, bool):
+        raise ValueError(message)
+    try:
+        value = float(factor)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if not (math.isfinite(value) and 0 < value <= MAX_FACTOR):
+        raise ValueError(message)
+    return value
+
+
+# ------------------------------------------------------------------------------------------- the sentence
+@torch.inference_mode()
+def prepare(translator: Translator, text: str, target: str | None = None) -> Sentence:
+    """The sentence the Attention tab shows for (text, target): same cleaning, cuts, warnings and tokens."""
+    cfg, warnings = translator.cfg, []
+    text, src_ids = translator._ids(text, "source sentence", warnings)
+    target = clean_text(target)
+    if target:
+        _, tgt_ids = translator._ids(target, "given translation", warnings)
+        out_ids, steps = tgt_ids[:-1], len(tgt_ids)
+    else:
+        out_ids = greedy_decode(translator.model, translator._src_tensor(src_ids))[0]
+        # a finished run fed BOS + every output token; a cut-off one (no EOS) stops at max_len steps
+        steps = min(len(out_ids) + 1, max_output_length(len(src_ids), translator.model))
+    tok = translator.tokenizer
+    return Sentence(
+        source_text=text,
+        translation=tok.decode(out_ids),
+        src_ids=tuple(src_ids),
+        tgt_in_ids=tuple(([cfg.bos_id] + list(out_ids))[:steps]),
+        source_tokens=tuple(tok.pieces(src_ids[:-1]) + [EOS_PIECE]),
+        target_tokens=tuple(([BOS_PIECE] + tok.pieces(out_ids))[:steps]),
+        teacher_forced=bool(target),
+        warnings=tuple(warnings),
+    )
+
+
+def _sentence(translator: Translator, text, target) -> Sentence:
+    return text if isinstance(text, Sentence) else prepare(translator, text, target)
+
+
+def _ids(model: EncoderDecoder, ids: tuple[int, ...]) -> Tensor:
+    return torch.tensor([ids], dtype=torch.long, device=model.embed.weight.device)  # (1, L)
+
+
+def _attention_layers(model: EncoderDecoder, s: Sentence, kind: str, upto: int):
+    """Run the model's own layers 1..upto; yield (layer, attention module, its norm, x_q, x_kv, weights).
+
+    x_q (Q, d_model) is the attention sub-layer's input, x_kv (n, d_model) what it projects keys and values
+    from, weights (H, Q, n) the model's own map for that layer. Batch of one, the model's own scale.
+    """
+    scale = model.cfg.scale
+    src = _ids(model, s.src_ids)
+    src_mask = padding_mask(src, model.cfg.pad_id)  # (1, 1, 1, S), all True for one sentence
+    if kind == "encoder_self":
+        x = model.embed_tokens(src)  # (1, S, d_model)
+        for i, layer in enumerate(model.encoder.layers[:upto]):
+            x_in = x
+            x, w = layer(x, src_mask, scale)
+            yield i + 1, layer.self_attn, layer.sublayer[0].norm, x_in[0], x_in[0], w[0]
+        return
+    memory, src_mask = model.encode(src)  # (1, S, d_model)
+    tgt = _ids(model, s.tgt_in_ids)
+    tgt_mask = causal_mask(tgt.size(1), tgt.device)  # (1, 1, T, T)
+    x = model.embed_tokens(tgt)  # (1, T, d_model)
+    for i, layer in enumerate(model.decoder.layers[:upto]):
+        if kind == "decoder_self":
+            x_in = x
+            x, w, _ = layer(x, memory, src_mask, tgt_mask, scale)
+            yield i + 1, layer.self_attn, layer.sublayer[0].norm, x_in[0], x_in[0], w[0]
+        else:  # cross: the query stream is the output of the layer's masked self-attention sub-layer
+            attn_out, _ = layer.self_attn(x, x, tgt_mask, scale)
+            x_q = layer.sublayer[0](x, attn_out)
+            x, _, w = layer(x, memory, src_mask, tgt_mask, scale)
+            yield i + 1, layer.src_attn, layer.sublayer[1].norm, x_q[0], memory[0], w[0]
+
+
+def _split(mha: MultiHeadAttention, y: Tensor) -> Tensor:
+    """(..., d_model) -> (H, ..., d_k): one slice per head."""
+    return y.view(*y.shape[:-1], mha.n_heads, mha.d_k).movedim(-2, 0)
+
+
+def _value_norms(mha: MultiHeadAttention, v: Tensor) -> Tensor:
+    """v (H, n, d_v) -> ‖v_j W^O_h‖ (H, n). W^O_h: the d_v rows of W^O (= w_o.weight's columns) of head h."""
+    w_o = mha.w_o.weight.view(-1, mha.n_heads, mha.d_k)  # (d_model, H, d_v): w_o.weight is (out, in)
+    return torch.linalg.vector_norm(torch.einsum("hnd,mhd->hnm", v, w_o), dim=-1)  # (H, n)
+
+
+def _softmax(scores: Tensor, scale: float, masked: Tensor) -> Tensor:
+    """As the model does it: scale, the dtype's most negative number on masked keys, softmax."""
+    scaled = (scores * scale).masked_fill(masked, torch.finfo(scores.dtype).min)
+    return torch.softmax(scaled, dim=-1)
+
+
+def _case(label: str, scale: float, scores: np.ndarray, masked: np.ndarray) -> ScaleCase:
+    w = _softmax(torch.from_numpy(scores.astype(np.float64)), scale, torch.from_numpy(masked)).numpy()
+    return ScaleCase(label, float(scale), w.astype(np.float32), entropy(w), float(w.max()))
+
+
+def _np(t: Tensor) -> np.ndarray:
+    return t.float().cpu().numpy()
+
+
+# ------------------------------------------------------------------------------------------ public API
+@torch.inference_mode()
+def inside_head(
+    translator: Translator, text: str | Sentence, target: str | None, kind: str, layer, head, query, factor=None
+) -> HeadInside:
+    """Every piece of head ``head`` of layer ``layer`` (both 1-based) for query position ``query``
+    (0-based), on the sentence the Attention tab shows. ``text`` may be a `prepare`d Sentence."""
+    cfg, model = translator.cfg, translator.model
+    kind = check_kind(kind)
+    layer = check_index(layer, "layer", 1, cfg.n_layers)
+    head = check_index(head, "head", 1, cfg.n_heads)
+    factor = check_factor(factor)
+    s = _sentence(translator, text, target)
+    q_tokens, k_tokens = s.tokens(kind)
+    query = check_index(query, "query", 0, len(q_tokens) - 1)
+    *_, (_, mha, norm, x_q, x_kv, _) = _attention_layers(model, s, kind, layer)
+    scale = cfg.scale if factor is None else factor
+    n, i = x_kv.size(0), head - 1
+
+    x = x_q[query]  # (d_model,)
+    q = _split(mha, mha.w_q(x))  # (H, d_k)
+    k = _split(mha, mha.w_k(x_kv))  # (H, n, d_k)
+    v = _split(mha, mha.w_v(x_kv))  # (H, n, d_v)
+    scores = torch.einsum("hd,hnd->hn", q, k)  # (H, n) raw q·k_j
+    masked = torch.arange(n, device=x.device) > query if kind == "decoder_self" else torch.zeros(n, dtype=torch.bool)
+    masked = masked.to(x.device)
+    weights = _softmax(scores, scale, masked)  # (H, n)
+    head_outputs = torch.einsum("hn,hnd->hd", weights, v)  # (H, d_v)
+    sublayer_output = mha.w_o(head_outputs.reshape(-1))  # Concat (h·d_v = d_model) -> (d_model,)
+    layer_output = norm(x + sublayer_output)  # Add & Norm
+    value_norms = _value_norms(mha, v)[i]  # (n,)
+
+    raw, mask_np = _np(scores[i]), masked.cpu().numpy()
+    cases = [_case(f"trained: × 1/√d_k = {cfg.scale:.3g}", cfg.scale, raw, mask_np),
+             _case("unscaled: × 1", 1.0, raw, mask_np)]
+    if factor is not None:
+        cases.append(_case(f"factor: × {factor:.3g}", factor, raw, mask_np))
+    return HeadInside(
+        kind=kind, layer=layer, head=head, query=query, query_tokens=list(q_tokens), key_tokens=list(k_tokens),
+        sentence=s, x=_np(x), x_kv=_np(x_kv), q=_np(q[i]), k=_np(k[i]), v=_np(v[i]), scores=raw,
+        scale=float(scale), model_scale=float(cfg.scale), masked=mask_np, weights=_np(weights[i]),
+        output=_np(head_outputs[i]), head_outputs=_np(head_outputs), sublayer_output=_np(sublayer_output),
+        layer_output=_np(layer_output), value_norms=_np(value_norms), contributions=_np(weights[i] * value_norms),
+        scale_cases=cases,
+    )
+
+
+@torch.inference_mode()
+def contribution_maps(
+    translator: Translator, text: str | Sentence, kind: str, target: str | None = None
+) -> np.ndarray:
+    """(L, H, Q, n) float32: ‖α_ij v_j W^O_h‖ for every layer and head of one kind, normalised per row.
+
+    The Attention tab's "contributions" toggle: the same rows and columns as `AttentionResult.maps(kind)`.
+    α comes from the model's own forward pass; one pass over the layers, nothing kept.
+    """
+    kind = check_kind(kind)
+    s = _sentence(translator, text, target)
+    out = []
+    for _, mha, _, _, x_kv, weights in _attention_layers(translator.model, s, kind, translator.cfg.n_layers):
+        norms = _value_norms(mha, _split(mha, mha.w_v(x_kv)))  # (H, n)
+        out.append(weights * norms[:, None, :])  # (H, Q, n)
+    return normalise_rows(_np(torch.stack(out)))  # (L, H, Q, n)

@@ -1,0 +1,359 @@
+"""Figure specs for "inside one head": a `model.inside.HeadInside` -> plotly specs, one per step of §3.2.1–3.2.2.
+
+Each labelled with the paper's symbol and its shape:
+  projections_spec    (a) x -> q = x W^Q_i, K = x_kv W^K_i, V = x_kv W^V_i   (small heatmaps, values on hover)
+  scores_spec         (b) q·k_j -> × scale -> mask (−∞) -> softmax α_j       (bars per key)
+  head_output_spec    (c) V, α and α_j v_j, summed: head_i = Σ_j α_j v_j
+  contributions_spec      α_j against ‖α_j v_j W^O_i‖ (Kobayashi et al. 2020), both normalised over the keys
+  figure2_spec        (d) Figure 2 (right), live: h heads -> Concat -> W^O -> Sublayer(x) -> Add & Norm
+  footnote4_spec          this head's softmax as trained, unscaled (× 1) and × the chosen factor
+Specs are plain dicts (numpy inside) for `viz.encode.plotly_json`, like `viz.heatmaps.detail_spec`; the
+presenter is `viz.views.inside_head`. Look as in viz.heatmaps: transparent backgrounds, mid-grey text;
+titles are annotations, 16 px for the figure, 14 px per panel (a layout title makes Gradio reserve 100 px
+above the plot). Signed vectors use a diverging blue–white–red scale centred on 0, each panel its own
+symmetric range (the hover shows the value). Every token goes through `escape_token`. Figure 2 reads
+bottom to top, like the paper's. Arrays and tokens in, dicts out: no torch, no gradio.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from viz.heatmaps import COLORSCALE, TEXT_COLOR, TRANSPARENT, escape_token
+from viz.scaling import SCALED_COLOR, UNSCALED_COLOR
+
+if TYPE_CHECKING:  # viz never imports torch at run time
+    from model.inside import HeadInside
+
+DIVERGING = [[0.0, "#2166ac"], [0.17, "#67a9cf"], [0.33, "#d1e5f0"], [0.5, "#f7f7f7"], [0.67, "#fddbc7"],
+             [0.83, "#ef8a62"], [1.0, "#b2182b"]]  # ColorBrewer RdBu, blue = negative
+VIRIDIS = [list(stop) for stop in COLORSCALE]
+FACTOR_COLOR = "#9C6ADE"  # the third case of footnote 4
+MASKED_COLOR = "rgba(136,136,136,0.45)"
+GRID = "rgba(136,136,136,0.2)"
+HIGHLIGHT = "#E8701A"
+TITLE_PX, FONT_PX = 16, 14
+_TITLE_ROOM = 24  # px above a band that its title takes
+_LEGEND_ROOM = 34  # px between a figure title and the plot, for a legend
+_TOP = 52  # px above the plot: the figure title, clear of the gr.Plot label badge (top-left, ~30 px)
+KIND_NAMES = {
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "masked decoder self-attention",
+    "cross": "encoder–decoder attention",
+}
+TOKEN_LEN = 20  # characters of a token shown
+_KEYS_AXIS = dict(type="category", autorange="reversed")  # one row per key, "j: token", row 0 on top
+
+
+# ------------------------------------------------------------------------------------------------ shared
+def _tok(token: str) -> str:
+    return escape_token(token, TOKEN_LEN)
+
+
+def _labels(tokens: Sequence[str]) -> list[str]:
+    """Unique category labels "j: token" (a categorical axis would merge two equal tokens)."""
+    return [f"{j}: {_tok(t)}" for j, t in enumerate(tokens)]
+
+
+def _ref(i: int) -> tuple[str, str]:
+    return ("x", "y") if i == 1 else (f"x{i}", f"y{i}")
+
+
+def _key(axis: str, i: int) -> str:
+    """Layout key of panel i's axis: "xaxis", "xaxis2", ..."""
+    return axis if i == 1 else f"{axis}{i}"
+
+
+def _title(text: str, i: int | None = None, shift: int = 0) -> dict:
+    """A title above panel ``i`` (or above the whole figure, ``shift`` px higher): safe markup built here,
+    tokens escaped by the caller."""
+    xref, yref = (f"{_ref(i)[0]} domain", f"{_ref(i)[1]} domain") if i else ("paper", "paper")
+    return dict(text=text, x=0, y=1, yshift=shift, xref=xref, yref=yref, xanchor="left", yanchor="bottom",
+                showarrow=False, font=dict(size=TITLE_PX if i is None else FONT_PX))
+
+
+def _axis(**extra) -> dict:
+    return dict(showgrid=False, zeroline=False, showline=False, ticks="", automargin=True, **extra)
+
+
+def _layout(height: int, top: int = _TOP, **extra) -> dict:
+    arrows = dict(arrowcolor=TEXT_COLOR, axref="pixel", ayref="pixel", yanchor="middle", font=dict(size=FONT_PX))
+    layout = dict(
+        template=dict(layout=dict(hovermode="closest", annotationdefaults=arrows,
+                                  shapedefaults=dict(line=dict(color=TEXT_COLOR)))), height=int(height), autosize=True,
+        margin=dict(l=8, r=8, t=top, b=8), paper_bgcolor=TRANSPARENT, plot_bgcolor=TRANSPARENT,
+        font=dict(color=TEXT_COLOR, size=FONT_PX), hoverlabel=dict(font=dict(size=FONT_PX)), showlegend=False,
+    )
+    layout.update(extra)
+    return layout
+
+
+def _bands(heights: Sequence[int], gap: int) -> tuple[int, list[tuple[float, float]]]:
+    """Stack bands of ``heights`` px top to bottom, each below a ``gap`` px strip for its title and arrows:
+    (total px, y domains as fractions of the plot area)."""
+    total = sum(heights) + gap * len(heights)
+    domains, top = [], total
+    for h in heights:
+        top -= gap
+        domains.append(((top - h) / total, top / total))
+        top -= h
+    return total, domains
+
+
+def _heat(z, i: int, hover: str, *, y=None, scale=None, zmin=None, zmax=None) -> dict:
+    """One heatmap in panel ``i``; signed values on the diverging scale, symmetric about 0."""
+    z = np.atleast_2d(np.asarray(z, dtype=np.float32))
+    if scale is None:
+        bound = float(np.abs(z).max()) or 1.0
+        zmin, zmax, scale = -bound, bound, DIVERGING
+    xr, yr = _ref(i)
+    trace = dict(type="heatmap", z=z, x=np.arange(z.shape[1]), xaxis=xr, yaxis=yr, zmin=zmin, zmax=zmax,
+                 colorscale=scale, showscale=False, hovertemplate=hover)
+    if y is not None:
+        trace["y"] = list(y)
+    return trace
+
+
+def _row_box(i: int, row0: float, row1: float, color: str = HIGHLIGHT, fill: str | None = None) -> dict:
+    """An outlined (or filled) box over rows row0..row1 of panel ``i``, across its width."""
+    xr, yr = _ref(i)
+    return dict(type="rect", xref=f"{xr} domain", yref=yr, x0=0, x1=1, y0=row0 - 0.5, y1=row1 + 0.5,
+                line=dict(color=color, width=0 if fill else 2.5), fillcolor=fill or TRANSPARENT, layer="above")
+
+
+def _panel(layout: dict, i: int, x_domain, y_domain, **y_extra) -> None:
+    """Place panel i's axes over ``x_domain`` × ``y_domain``; no tick labels unless ``y_extra`` asks."""
+    xr, yr = _ref(i)
+    layout[_key("xaxis", i)] = _axis(domain=list(x_domain), anchor=yr, showticklabels=False)
+    layout[_key("yaxis", i)] = _axis(domain=list(y_domain), anchor=xr, **{"showticklabels": False, **y_extra})
+
+
+def _symbol(name: str, hi: HeadInside) -> str:
+    return f"W<sup>{name}</sup><sub>{hi.head}</sub>"
+
+
+def _where(hi: HeadInside) -> str:
+    return f"{KIND_NAMES[hi.kind]} · layer {hi.layer} · head {hi.head} · query {hi.query} “{_tok(hi.query_token)}”"
+
+
+# ------------------------------------------------------------------------------------------ (a) projections
+def projections_spec(hi: HeadInside) -> dict:
+    """(a) x -> q (1 × d_k) and x_kv -> K, V (n × d_k): the head's projections, values on hover."""
+    n, d, dk = len(hi.key_tokens), hi.d_model, hi.d_k
+    keys = _labels(hi.key_tokens)
+    row = 20 if n <= 30 else 13
+    plot_h, (top, bottom) = _bands([26, n * row], gap=30)
+    source = "encoder output (memory)" if hi.kind == "cross" else "x at every key position"
+    x_q = "x (decoder stream after masked self-attention)" if hi.kind == "cross" else "x"
+    columns = {1: (0.0, 0.55), 2: (0.62, 0.8), 3: (0.0, 0.55), 4: (0.62, 0.8), 5: (0.82, 1.0)}
+    rows = {1: top, 2: top, 3: bottom, 4: bottom, 5: bottom}
+    data = [
+        _heat(hi.x[None], 1, "dim %{x}: %{z:.3f}<extra>x</extra>"),
+        _heat(hi.q[None], 2, "dim %{x}: %{z:.3f}<extra>q</extra>"),
+        _heat(hi.x_kv, 3, "%{y} · dim %{x}: %{z:.3f}<extra>x_kv</extra>", y=keys),
+        _heat(hi.k, 4, "%{y} · dim %{x}: %{z:.3f}<extra>K</extra>", y=keys),
+        _heat(hi.v, 5, "%{y} · dim %{x}: %{z:.3f}<extra>V</extra>", y=keys),
+    ]
+    titles = [
+        _title(f"{x_q} at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}", 1),
+        _title(f"q = x {_symbol('Q', hi)} + b · 1 × {dk}", 2),
+        _title(f"{source} · {n} × {d}", 3),
+        _title(f"K = x {_symbol('K', hi)} + b · {n} × {dk}", 4),
+        _title(f"V = x {_symbol('V', hi)} + b · {n} × {dk}", 5),
+        _title(f"(a) the projections · {_where(hi)}"),
+    ]
+    shapes = []
+    if hi.kind != "cross":  # the query's own row among the keys
+        shapes.append(_row_box(3, hi.query, hi.query))
+    if hi.masked.any():
+        first = int(np.argmax(hi.masked))
+        shapes += [_row_box(i, first, n - 1, fill=MASKED_COLOR) for i in (4, 5)]
+        titles.append(dict(text="masked (after the query)", x=0.5, y=(first + n - 1) / 2, xref="x4 domain",
+                           yref="y4", showarrow=False, font=dict(color="#ffffff"), bgcolor="rgba(70,70,70,0.9)"))
+    layout = _layout(plot_h + _TOP + 8, annotations=titles, shapes=shapes)
+    for i in columns:
+        _panel(layout, i, columns[i], rows[i], **(dict(_KEYS_AXIS, showticklabels=i == 3) if i >= 3 else {}))
+    return dict(data=data, layout=layout)
+
+
+# --------------------------------------------------------------------------------- (b) scores to weights
+def _bars(values, i: int, colors, hover: str, keys: list[str]) -> dict:
+    xr, yr = _ref(i)
+    return dict(type="bar", x=np.arange(len(keys)), y=np.asarray(values, dtype=np.float32), xaxis=xr, yaxis=yr,
+                marker=dict(color=list(colors)), customdata=keys, hovertemplate=hover)
+
+
+def scores_spec(hi: HeadInside) -> dict:
+    """(b) one bar per key: q·k_j, then × scale, then the mask (−∞ on masked keys), then softmax α_j."""
+    n, keys, masked = len(hi.key_tokens), _labels(hi.key_tokens), hi.masked
+    scaled = hi.scores * hi.scale
+    base = np.where(masked, MASKED_COLOR, SCALED_COLOR)
+    top = int(np.argmax(hi.weights))
+    scale_name = (f"1/√d_k = 1/√{hi.d_k}" if math.isclose(hi.scale, hi.model_scale) else "the chosen factor")
+    mask_text = ("the mask: keys after the query → −∞ before the softmax" if masked.any()
+                 else "the mask: none here (no future keys, no padding in one sentence)")
+    data = [
+        _bars(hi.scores, 1, base, "%{customdata}: q·k = %{y:.3f}<extra></extra>", keys),
+        _bars(scaled, 2, base, "%{customdata}: %{y:.3f}<extra></extra>", keys),
+        _bars(np.where(masked, 0, scaled), 3, np.where(masked, TRANSPARENT, SCALED_COLOR),
+              "%{customdata}: %{y:.3f}<extra></extra>", keys),
+        _bars(hi.weights, 4, np.where(np.arange(n) == top, HIGHLIGHT, SCALED_COLOR),
+              "%{customdata}: α = %{y:.4f}<extra></extra>", keys),
+    ]
+    if masked.any():  # masked keys: a distinct "−∞" marker instead of a bar
+        idx = np.flatnonzero(masked)
+        data.append(dict(type="scatter", x=idx, y=np.zeros(len(idx), np.float32), xaxis="x3", yaxis="y3",
+                         mode="markers+text", text=["−∞"] * len(idx), textposition="bottom center",
+                         marker=dict(symbol="x-thin", size=12, line=dict(width=2, color=TEXT_COLOR)),
+                         customdata=[keys[j] for j in idx],
+                         hovertemplate="%{customdata}: masked: −∞ before the softmax<extra></extra>"))
+    titles = [
+        _title(f"q·k<sub>j</sub>, raw · 1 × {n} · std over the allowed keys {hi.score_std:.2f}, "
+               f"√d_k = {math.sqrt(hi.d_k):.2f}", 1),
+        _title(f"× {hi.scale:.4g} ({scale_name})", 2),
+        _title(mask_text, 3),
+        _title(f"softmax → α<sub>j</sub> · entropy {hi.entropy:.2f} nats (uniform: "
+               f"{math.log(max(1, int((~masked).sum()))):.2f}) · largest {hi.max_weight:.3f} on "
+               f"“{_tok(hi.key_tokens[top])}”", 4),
+        _title(f"(b) scores to weights · {_where(hi)}"),
+    ]
+    plot_h, domains = _bands([110] * 4, gap=36)
+    layout = _layout(plot_h + _TOP + 90, annotations=titles, bargap=0.25)
+    for i, dom in enumerate(domains, start=1):
+        xr, yr = _ref(i)
+        bottom = i == 4
+        layout[_key("xaxis", i)] = _axis(
+            anchor=yr, matches=None if i == 1 else "x", range=[-0.5, n - 0.5], showticklabels=bottom,
+            tickmode="array", tickvals=list(range(n)), ticktext=[_tok(t) for t in hi.key_tokens])
+        layout[_key("yaxis", i)] = dict(
+            domain=list(dom), anchor=xr, zeroline=True, zerolinecolor=TEXT_COLOR, showgrid=True,
+            gridcolor=GRID, automargin=True, **({"range": [0, 1.05]} if bottom else {}))
+    if hi.kind != "cross":  # the query's own key
+        layout["shapes"] = [dict(type="rect", xref="x", yref="paper", x0=hi.query - 0.5, x1=hi.query + 0.5, y0=0,
+                                 y1=1, fillcolor="rgba(232,112,26,0.10)", line=dict(width=0), layer="below")]
+    return dict(data=data, layout=layout)
+
+
+# ------------------------------------------------------------------------------------- (c) the head output
+def head_output_spec(hi: HeadInside) -> dict:
+    """(c) V (n × d_v), α (n × 1) and α_j v_j (n × d_v), summed over the keys: head_i = Σ_j α_j v_j (1 × d_v)."""
+    n, dk, keys = len(hi.key_tokens), hi.d_k, _labels(hi.key_tokens)
+    weighted = hi.weights[:, None] * hi.v  # (n, d_v)
+    row = 20 if n <= 30 else 13
+    plot_h, (top, bottom) = _bands([n * row, 26], gap=30)
+    data = [
+        _heat(hi.v, 1, "%{y} · dim %{x}: %{z:.3f}<extra>v_j</extra>", y=keys),
+        _heat(hi.weights[:, None], 2, "%{y}: α = %{z:.4f}<extra></extra>", y=keys, scale=VIRIDIS, zmin=0, zmax=1),
+        _heat(weighted, 3, "%{y} · dim %{x}: %{z:.3f}<extra>α_j v_j</extra>", y=keys),
+        _heat(hi.output[None], 4, "dim %{x}: %{z:.3f}<extra>head_i</extra>"),
+    ]
+    titles = [
+        _title(f"V · {n} × {dk}", 1), _title(f"α · {n} × 1", 2),
+        _title(f"α<sub>j</sub> v<sub>j</sub> · {n} × {dk}", 3),
+        _title(f"head<sub>{hi.head}</sub> = Σ<sub>j</sub> α<sub>j</sub> v<sub>j</sub> · 1 × {dk} "
+               f"(the sum of the rows above)", 4),
+        _title(f"(c) the head's output · {_where(hi)}"),
+    ]
+    columns = {1: (0.0, 0.4), 2: (0.44, 0.5), 3: (0.56, 1.0), 4: (0.56, 1.0)}
+    layout = _layout(plot_h + _TOP + 8, annotations=titles)
+    for i in columns:
+        _panel(layout, i, columns[i], top if i < 4 else bottom, **(dict(_KEYS_AXIS, showticklabels=i == 1)
+                                                                     if i < 4 else {}))
+    if hi.masked.any():
+        layout["shapes"] = [_row_box(1, int(np.argmax(hi.masked)), n - 1, fill=MASKED_COLOR)]
+    return dict(data=data, layout=layout)
+
+
+def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]], title: str) -> dict:
+    """Bars per key, one group per series (name, values in [0, 1], colour, hover), a legend under the title."""
+    n, keys = len(hi.key_tokens), _labels(hi.key_tokens)
+    data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(color=color),
+                 customdata=keys, hovertemplate=hover) for name, y, color, hover in series]
+    legend = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
+    layout = _layout(400, top=_TOP + _LEGEND_ROOM, annotations=[_title(title, shift=_LEGEND_ROOM)],
+                     barmode="group", showlegend=True, legend=legend)
+    layout["xaxis"] = _axis(tickmode="array", tickvals=list(range(n)), ticktext=[_tok(t) for t in hi.key_tokens],
+                            range=[-0.5, n - 0.5])
+    layout["yaxis"] = dict(range=[0, 1.05], showgrid=True, gridcolor=GRID, automargin=True)
+    return dict(data=data, layout=layout)
+
+
+def contributions_spec(hi: HeadInside) -> dict:
+    """α_j against ‖α_j v_j W^O_i‖ / Σ (Kobayashi et al. 2020): how much each key moves the output."""
+    return _grouped_bars(hi, [
+        ("weight α<sub>j</sub>", hi.weights, SCALED_COLOR, "%{customdata}: α = %{y:.3f}<extra></extra>"),
+        ("contribution ‖α<sub>j</sub> v<sub>j</sub> W<sup>O</sup><sub>i</sub>‖, normalised",
+         hi.contributions_normalised, UNSCALED_COLOR, "%{customdata}: %{y:.3f} of the total<extra></extra>"),
+    ], f"weights vs contributions (Kobayashi et al. 2020) · {_where(hi)}")
+
+
+# ------------------------------------------------------------------------------- (d) Figure 2 (right), live
+def figure2_spec(hi: HeadInside) -> dict:
+    """(d) bottom to top: x -> the h heads' outputs -> Concat -> · W^O + b -> Sublayer(x) -> Add & Norm."""
+    h, dk, d = hi.n_heads, hi.d_k, hi.d_model
+    panel = {"out": 1, "sub": 2, "cat": 3, "heads": 4, "x": 5}  # top to bottom
+    gap = 64
+    plot_h, doms = _bands([26, 26, 26, 18 * h, 26], gap)
+    dom = dict(zip(panel, doms))
+    data = [
+        _heat(hi.layer_output[None], panel["out"], "dim %{x}: %{z:.3f}<extra>LayerNorm</extra>"),
+        _heat(hi.sublayer_output[None], panel["sub"], "dim %{x}: %{z:.3f}<extra>MultiHead</extra>"),
+        _heat(hi.head_outputs.reshape(1, -1), panel["cat"], "dim %{x}: %{z:.3f}<extra>Concat</extra>"),
+        _heat(hi.head_outputs, panel["heads"], "%{y} · dim %{x}: %{z:.3f}<extra></extra>",
+              y=[f"head {j + 1}" for j in range(h)]),
+        _heat(hi.x[None], panel["x"], "dim %{x}: %{z:.3f}<extra>x</extra>"),
+    ]
+    titles = [
+        _title(f"Add & Norm: LayerNorm(x + Sublayer(x)) · 1 × {d} · the layer's attention output at "
+               f"“{_tok(hi.query_token)}” (post-LN, §3.1)", panel["out"]),
+        _title(f"Sublayer(x) = MultiHead = Concat(head<sub>1</sub>, …, head<sub>{h}</sub>) W<sup>O</sup> + b · 1 × {d}",
+               panel["sub"]),
+        _title(f"Concat(head<sub>1</sub>, …, head<sub>{h}</sub>) · 1 × h·d_v = 1 × {h * dk}", panel["cat"]),
+        _title(f"head<sub>1</sub> … head<sub>{h}</sub> = softmax(q K<sup>T</sup> · {hi.scale:.3g}) V, per head · "
+               f"h × d_v = {h} × {dk} (head {hi.head} outlined)", panel["heads"]),
+        _title(f"x: the sub-layer input at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}", panel["x"]),
+        _title(f"(d) Figure 2 (right), live · {_where(hi)}"),
+    ]
+    source = "the encoder output" if hi.kind == "cross" else "x"
+    arrows = [  # (the band the arrow points to, its label); each starts above the band below's title
+        ("heads", f"q = x W<sup>Q</sup><sub>i</sub>, K and V from {source} · each head: 1 × {dk}"),
+        ("cat", f"Concat: {h} × {dk} → 1 × {h * dk}"),
+        ("sub", f"· W<sup>O</sup> ({h * dk} × {d}) + b<sup>O</sup> → 1 × {d}"),
+        ("out", f"+ x (residual, 1 × {d}), then LayerNorm → 1 × {d}"),
+    ]
+    length = gap - _TITLE_ROOM
+    for upper, label in arrows:
+        y, paper = dom[upper][0], dict(xref="paper", yref="paper")
+        titles.append(dict(paper, x=0.5, y=y, ax=0, ay=length, showarrow=True, arrowhead=2, arrowwidth=1.6, text=""))
+        titles.append(dict(paper, x=0.52, y=y - length / 2 / plot_h, xanchor="left", showarrow=False, text=label))
+    # the residual: x skips the heads and joins at Add & Norm (a line along the left edge)
+    shapes = [dict(type="path", xref="paper", yref="paper", line=dict(color=TEXT_COLOR, width=1.6, dash="dot"),
+                   path=f"M 0.004,{sum(dom['x']) / 2:.4f} L 0.004,{dom['out'][0] - 8 / plot_h:.4f} "
+                        f"L 0.3,{dom['out'][0] - 8 / plot_h:.4f}")]
+    lo = hi.head - 1
+    shapes.append(_row_box(panel["heads"], lo, lo))
+    cat = dict(xref="x3", yref="y3 domain", y0=0, y1=1)  # the Concat strip: head i's slice outlined, slices split
+    shapes.append(dict(cat, type="rect", x0=lo * dk - 0.5, x1=lo * dk + dk - 0.5, line=dict(color=HIGHLIGHT, width=3)))
+    shapes += [dict(cat, type="line", x0=j * dk - 0.5, x1=j * dk - 0.5, line=dict(width=1)) for j in range(1, h)]
+    layout = _layout(plot_h + _TOP + 8, annotations=titles, shapes=shapes)
+    for name, i in panel.items():
+        _panel(layout, i, (0.02, 1.0), dom[name], **(dict(_KEYS_AXIS, showticklabels=True) if name == "heads" else {}))
+    return dict(data=data, layout=layout)
+
+
+# ------------------------------------------------------------------------------------------- footnote 4
+_CASE_COLORS = (SCALED_COLOR, UNSCALED_COLOR, FACTOR_COLOR)
+
+
+def footnote4_spec(hi: HeadInside) -> dict:
+    """This head's weights for the same q and K, scaled as trained, × 1 and × the factor (grouped bars)."""
+    series = [(f"{html.escape(c.label)} · entropy {c.entropy:.2f} · max {c.max_weight:.3f}", c.weights, color,
+               f"%{{customdata}}: α = %{{y:.4f}}<extra>× {c.scale:.3g}</extra>")
+              for c, color in zip(hi.scale_cases, _CASE_COLORS)]
+    return _grouped_bars(hi, series, f"footnote 4 on this head: std(q·k) = {hi.score_std:.2f} over "
+                         f"{int((~hi.masked).sum())} keys, √d_k = {math.sqrt(hi.d_k):.2f} · {_where(hi)}")
