@@ -78,12 +78,12 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
 
 
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, p_drop: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, p_drop: float = 0.0, training: bool = False
 ) -> tuple[Tensor, Tensor]:
     """§3.2.1: softmax(Q K^T * scale) V, returning (output, weights).
 
     q: (B, H, Lq, d_k), k and v: (B, H, Lk, d_k), mask broadcastable to (B, H, Lq, Lk), True = keep.
-    ``p_drop`` (training only, not in the paper) drops attention weights before they weigh V; the
+    ``p_drop`` (while ``training``; not in the paper) drops attention weights before they weigh V; the
     weights returned are the softmax itself, so maps always sum to 1 per row.
     """
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B, H, Lq, Lk)
@@ -91,7 +91,7 @@ def scaled_dot_product_attention(
         # The dtype's most negative number, not -inf: a fully masked row stays finite.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
-    return torch.matmul(dropout(weights, p_drop, p_drop > 0), v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
+    return torch.matmul(dropout(weights, p_drop, training), v), weights  # (B, H, Lq, d_k), (B, H, Lq, Lk)
 
 
 class MultiHeadAttention(nn.Module):
@@ -134,7 +134,7 @@ class MultiHeadAttention(nn.Module):
         head_mask[i] before Concat W^O."""
         q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
         k, v = self.keys_values(x_kv, cache)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.p_drop if self.training else 0.0)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.p_drop, self.training)
         if head_mask is not None:
             heads = heads * head_mask[:, None, None]
         b, _, lq, _ = heads.shape
