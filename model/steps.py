@@ -4,9 +4,8 @@ Step t (0-based) is decoder position t: it is fed ``target_tokens[t]`` (BOS at s
 prefix ``target_tokens[: t + 1]`` through masked self-attention (§3.1) and the whole source through
 cross-attention, and writes ``chosen_tokens[t]`` (EOS at the last step of a finished sentence).
 
-- The attention rows are row t of the maps ``Translator.attention(text)`` returns: they come from the
-  same call, ``greedy_decode(model, src, maps=...)`` on the same ids (``tests/test_decode_steps.py``
-  checks them equal to ``attention()``'s, exactly).
+- The attention rows are row t of the maps ``Translator.attention(text)`` returns: ``decode_steps`` calls
+  it (the greedy run) and keeps its maps (``tests/test_decode_steps.py`` checks them equal, exactly).
 - The top-k probabilities come from ONE teacher-forced pass over BOS + the greedy output (softmax of
   the generator's logits at every position at once), which costs about one decoding step instead of T.
   Its argmax is the greedy token at every step (a full pass and the cached steps agree to ~1e-6; the
@@ -24,9 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from model.decode import greedy_decode
-from model.inference import BOS_PIECE, EOS_PIECE, Translator, _stack
-from model.transformer import AttentionMaps
+from model.inference import BOS_PIECE, EOS_PIECE, Translator
 
 TOP_K = 5
 DECIMALS = 5  # as in AttentionResult.to_json_dict, so the rows match /attention's JSON number for number
@@ -114,17 +111,13 @@ def _rounded(arr: np.ndarray) -> list:
 def decode_steps(translator: Translator, text: str) -> DecodeSteps:
     """Translate ``text`` greedily and return every step. Bad input raises Translator's ValueErrors."""
     model, cfg, tok = translator.model, translator.cfg, translator.tokenizer
-    warnings: list[str] = []
-    text, src_ids = translator._ids(text, "source sentence", warnings)
-    src = translator._src_tensor(src_ids)  # (1, S)
-    # The same call, on the same ids, as Translator.attention's greedy branch: the same maps.
-    maps = AttentionMaps()
-    out_ids = greedy_decode(model, src, maps=maps)[0]
-    decoder_self, cross = _stack(maps.decoder_self), _stack(maps.cross)  # (L, H, T, T), (L, H, T, S)
-    t = decoder_self.shape[2]
+    result = translator.attention(text)  # the greedy run and its maps: (L, H, T, T) and (L, H, T, S)
+    warnings = list(result.warnings)
+    t = result.decoder_self.shape[2]
     # Step i wrote out_ids[i]; a finished run's last step wrote EOS, a cut-off run (T = len(out_ids)) none.
-    chosen = (out_ids + [cfg.eos_id])[:t]
-    tgt_in = translator._src_tensor([cfg.bos_id] + chosen[:-1])  # (1, T): what each step was fed
+    chosen = (result.target_ids + [cfg.eos_id])[:t]
+    src = torch.tensor([translator.token_ids(result.source_text)], device=translator.device)  # (1, S): the same ids
+    tgt_in = torch.tensor([[cfg.bos_id] + chosen[:-1]], device=translator.device)  # (1, T): what each step was fed
     logits = model(src, tgt_in)  # (1, T, V), teacher-forced: every step at once
     probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
     top_probs, top_ids = probs.topk(min(TOP_K, probs.size(-1)), dim=-1)  # (T, K) each
@@ -141,16 +134,16 @@ def decode_steps(translator: Translator, text: str) -> DecodeSteps:
         for i, ids in enumerate(top_ids_list)
     ]
     return DecodeSteps(
-        source_text=text,
-        translation=tok.decode(out_ids),
-        source_tokens=tok.pieces(src_ids[:-1]) + [EOS_PIECE],
+        source_text=result.source_text,
+        translation=result.translation,
+        source_tokens=result.source_tokens,
         target_tokens=target_tokens,
         chosen_ids=chosen,
         chosen_tokens=chosen_tokens,
         top_ids=top_ids.cpu().numpy(),
         top_tokens=top_tokens,
         top_probs=top_probs.cpu().numpy().astype(np.float32),
-        decoder_self=decoder_self,
-        cross=cross,
+        decoder_self=result.decoder_self,
+        cross=result.cross,
         warnings=warnings,
     )

@@ -49,6 +49,14 @@ def test_rows_are_the_rows_of_attention(translator, steps):
         np.testing.assert_array_equal(steps.self_rows(t), r.decoder_self[:, :, t, : t + 1])
 
 
+def test_attention_result_carries_the_translation_ids(translator):
+    greedy = greedy_decode(translator.model, torch.tensor([translator.token_ids(TEXT)]))[0]
+    assert translator.attention(TEXT).target_ids == greedy
+    forced = translator.attention(TEXT, target="ein hund rennt.")
+    assert forced.target_ids == translator.tokenizer.encode("ein hund rennt.")
+    assert forced.target_tokens[1:] == translator.tokenizer.pieces(forced.target_ids)
+
+
 def _incremental_probs(translator: Translator, text: str, fed: list[int]) -> torch.Tensor:
     """Recompute each step's next-token distribution with the cached, one-token-at-a-time decoder."""
     model = translator.model
