@@ -245,11 +245,30 @@ def decode_step_view(steps: DecodeSteps, step, layer, head=MEAN, reveal: bool = 
     )
 
 
-def alignment_plot(result: AttentionResult, kind: str, layer, head=ALL_HEADS) -> Figure:
-    """The alignment (head) view of one kind and layer of ``result``: ``head`` 1..h, or 0 = all heads in colour.
+def sentence_to_follow(result: AttentionResult | None, followed: str) -> str | None:
+    """The sentence the Decoding tab takes over from the Attention tab as it opens, or None to keep its own.
+
+    It follows by default: the Attention tab's sentence (``result``'s) when it is not the one last taken over
+    (``followed``); a sentence typed into the Decoding tab stays until the Attention tab shows another.
+    """
+    if result is None or not result.source_text or result.source_text == followed:
+        return None
+    return result.source_text
+
+
+def lines_head_choices(n_heads: int) -> list[tuple[str, int]]:
+    """The alignment view's head selector: all heads (each in its colour), or one."""
+    return [("all", ALL_HEADS)] + [(str(h), h) for h in range(1, n_heads + 1)]
+
+
+def alignment_plot(result: AttentionResult | None, kind: str, layer, head=ALL_HEADS) -> Figure | None:
+    """The alignment (head) view of one kind and layer of ``result``: ``head`` 1..h, or 0 = all heads in colour;
+    None before the session has a result.
 
     Drawn from the same maps as the Attention tab and /attention (see ``viz.lines``).
     """
+    if result is None:
+        return None
     maps = result.maps(kind)  # a ValueError names the kinds
     n_layers, n_heads = maps.shape[:2]
     try:
