@@ -1,0 +1,74 @@
+"""The app as a hostile client sees it: served in-process, spoken to over raw HTTP (no gradio_client).
+
+``served(translator)`` launches ``app.create_app`` the way ``app.launch`` serves it (queue, api_open=False,
+show_error=False, the upload limit); ``RawClient.call`` is Gradio's queue protocol by hand: POST
+``/gradio_api/call/<name>`` with ``{"data": [...], "session_hash": ...}``, then GET the event's SSE stream.
+JSON is written with NaN and ±Infinity allowed, as any client may send them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bench.common import free_port
+
+
+@contextlib.contextmanager
+def served(translator) -> Iterator[str]:
+    """``app.create_app(translator)`` served on a free loopback port; yields its URL."""
+    import app
+
+    demo = app.create_app(translator)
+    app.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
+
+
+@dataclass
+class Answer:
+    event: str  # "complete" or "error"
+    data: object  # the outputs (complete) or the error payload, e.g. {"error": "message", ...}
+    raw: bytes  # the whole SSE answer
+
+    @property
+    def message(self) -> str | None:
+        return self.data.get("error") if self.event == "error" and isinstance(self.data, dict) else None
+
+
+class RawClient:
+    """One session (its own ``session_hash``) over one keep-alive connection."""
+
+    def __init__(self, url: str, timeout: float = 120.0):
+        host, port = url.split("//", 1)[1].rstrip("/").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+        self.session_hash = uuid.uuid4().hex[:12]
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict | None = None) -> tuple[int, bytes]:
+        self.conn.request(method, path, body=body, headers=headers or {})
+        resp = self.conn.getresponse()
+        return resp.status, resp.read()
+
+    def call(self, name: str, data: list) -> Answer:
+        body = json.dumps({"data": data, "session_hash": self.session_hash}).encode()  # NaN, Infinity allowed
+        status, answer = self.request("POST", f"/gradio_api/call/{name}", body, {"Content-Type": "application/json"})
+        assert status == 200, (name, status, answer[:300])
+        status, raw = self.request("GET", f"/gradio_api/call/{name}/{json.loads(answer)['event_id']}")
+        assert status == 200, (name, status, raw[:300])
+        event = None
+        for line in raw.decode("utf-8").splitlines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event in ("complete", "error"):
+                return Answer(event, json.loads(line[5:].strip()), raw)
+        raise AssertionError(f"/{name}: no complete or error event in {raw[:300]!r}")
+
+    def close(self) -> None:
+        self.conn.close()
