@@ -1,0 +1,272 @@
+"""The Head analysis tab: what each head does, what the translation loses without it, raw vs rolled-out attention.
+
+  stats_grid_plot     per kind a layers × heads grid coloured by one statistic, each cell labelled with the
+                      head's role; every cell's customdata is [kind, layer, head] (1-based), so a click can
+                      open that head on the Attention tab (``cell_from_click`` reads the page's message)
+  analysis_markdown   what the statistics mean and the role rule (its thresholds from ``model.analysis``)
+  ablation_markdown   the sentence and the sample's BLEU/chrF with and without the switched-off heads
+  ranking_markdown    the shipped ranking's top heads (``assets/head_ranking.json``)
+  rollout_plots       raw attention (mean over heads) beside its rollout, for the encoder and for cross-attention
+  stats_view, ablation_view   what the tab shows for its choices, from results the model already returned
+All text from the model or the user is escaped (``escape_token`` for tokens, ``md_text`` for Markdown).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from model.analysis import STAT_LABELS, STATS, applies, role_rule_markdown, rollout, sentence_stats, source_relevance
+from viz.heatmaps import COLORSCALE, detail_spec
+from viz.views.attention import overview_plot
+from viz.views.figure import Figure, finish_figure
+from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS, TEXT_COLOR, TRANSPARENT
+
+if TYPE_CHECKING:
+    from model.ablation import AblationResult
+    from model.analysis import HeadStats
+    from model.inference import AttentionResult
+
+STAT_CHOICES = [(STAT_LABELS[s], s) for s in STATS]
+SCOPES = {"sentence": "this sentence", "sample": "the shipped sample (the first 200 pairs of Multi30k val)"}
+SCOPE_CHOICES = [("This sentence", "sentence"), ("Sample (200 val sentences)", "sample")]
+ROLE_SHORT = {  # cell text; the hover gives the full role
+    "EOS-sink": "EOS", "previous-token": "prev", "next-token": "next", "self": "self", "punctuation": "punct",
+    "alignment": "align", "broad": "broad", "mixed": "·", "no data": "",
+}
+DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#b2182b"]]  # RdBu
+_CELL_PX, _PANEL_GAP_PX, _TOP_PX = 30, 46, 40
+_MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#+-.!|~<>$"})
+
+
+def md_text(text: str) -> str:
+    """User or model text for Markdown: no markup, links, HTML or maths of its own; one line."""
+    text = " ".join("".join("\ufffd" if ord(c) < 32 or c == "\x7f" else c for c in str(text)).split())
+    return html.escape(text.translate(_MARKDOWN_SPECIALS), quote=False)
+
+
+def check_stat(stat: str) -> str:
+    if stat not in STATS:
+        raise ValueError(f"Unknown statistic {stat!r}: choose one of {', '.join(STATS)}.")
+    return stat
+
+
+def _color_range(stat: str, values: np.ndarray) -> tuple[float, float, list]:
+    """(cmin, cmax, colorscale): shares on 0..1, entropy from 0, offset diverging around 0."""
+    finite = values[np.isfinite(values)]
+    top = float(np.abs(finite).max()) if finite.size else 1.0
+    if stat == "offset":
+        m = max(1.0, math.ceil(top))
+        return -m, m, DIVERGING
+    viridis = [list(stop) for stop in COLORSCALE]
+    if stat == "entropy":
+        return 0.0, max(1.0, math.ceil(top * 2) / 2), viridis
+    return 0.0, 1.0, viridis
+
+
+def stats_grid_spec(stats: HeadStats, stat: str, title: str = "") -> dict:
+    """One panel per kind where ``stat`` applies (rows = layers 1..N top down, columns = heads 1..h)."""
+    check_stat(stat)
+    kinds = [k for k in KINDS if applies(k, stat)]
+    roles = stats.roles()
+    n_layers, n_heads = stats.n_layers, stats.n_heads
+    cmin, cmax, colorscale = _color_range(stat, np.stack([stats.mean(k, stat) for k in kinds]))
+    panel_px = n_layers * _CELL_PX
+    height = _TOP_PX + len(kinds) * (panel_px + _PANEL_GAP_PX)
+    data, annotations, layout = [], [], {}
+    for i, kind in enumerate(kinds):
+        values = stats.mean(kind, stat)  # (L, H) float64, NaN where no row was counted
+        top = _TOP_PX + i * (panel_px + _PANEL_GAP_PX) + _PANEL_GAP_PX - 8
+        y0, y1 = 1 - (top + panel_px) / height, 1 - top / height
+        suffix = "" if i == 0 else str(i + 1)
+        customdata = np.empty((n_layers, n_heads, 4), dtype=object)  # kind, layer, head, full role
+        for layer in range(n_layers):
+            for head in range(n_heads):
+                customdata[layer, head] = [kind, layer + 1, head + 1, roles[kind][layer][head]]
+        data.append(dict(
+            type="heatmap",
+            z=values.astype(np.float32),
+            x=np.arange(1, n_heads + 1),
+            y=np.arange(1, n_layers + 1),
+            xaxis=f"x{suffix}",
+            yaxis=f"y{suffix}",
+            coloraxis="coloraxis",
+            text=[[ROLE_SHORT.get(r, r) for r in row] for row in roles[kind]],
+            texttemplate="%{text}",
+            textfont=dict(size=11),
+            customdata=customdata,
+            xgap=2,
+            ygap=2,
+            hovertemplate=f"{html.escape(KIND_LABELS[kind])}<br>layer %{{customdata[1]}} · head %{{customdata[2]}}"
+            f"<br>{html.escape(STAT_LABELS[stat])}: %{{z:.3f}}<br>role: %{{customdata[3]}}<extra></extra>",
+        ))
+        axis = dict(showgrid=False, zeroline=False, showline=False, ticks="", fixedrange=True)
+        layout[f"xaxis{suffix}"] = dict(axis, domain=[0, 1], anchor=f"y{suffix}", tickmode="array",
+                                        tickvals=list(range(1, n_heads + 1)), side="top",
+                                        ticktext=[f"H{h}" for h in range(1, n_heads + 1)])
+        layout[f"yaxis{suffix}"] = dict(axis, domain=[y0, y1], anchor=f"x{suffix}", autorange="reversed",
+                                        automargin=True, tickmode="array", tickvals=list(range(1, n_layers + 1)),
+                                        ticktext=[f"L{layer}" for layer in range(1, n_layers + 1)])
+        annotations.append(dict(text=html.escape(KIND_LABELS[kind]), xref="paper", yref="paper", x=0, y=y1,
+                                yshift=22, xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=13)))
+    layout.update(
+        title=dict(text=html.escape(title), x=0, xanchor="left", font=dict(size=14)),
+        height=height,
+        autosize=True,
+        margin=dict(l=8, r=8, t=_TOP_PX if title else 12, b=8),
+        paper_bgcolor=TRANSPARENT,
+        plot_bgcolor=TRANSPARENT,
+        font=dict(color=TEXT_COLOR, size=12),
+        coloraxis=dict(cmin=cmin, cmax=cmax, colorscale=colorscale,
+                       colorbar=dict(title=dict(text=html.escape(stat), side="right"), thickness=12, outlinewidth=0)),
+        annotations=annotations,
+        template=dict(layout=dict(hovermode="closest")),
+    )
+    return dict(data=data, layout=layout)
+
+
+def stats_grid_plot(stats: HeadStats, stat: str, title: str = "") -> Figure:
+    return finish_figure(stats_grid_spec(stats, stat, title), f"head_{stat}")
+
+
+def stats_view(
+    result: AttentionResult | None, sample_stats: Callable[[], HeadStats], scope: str, stat: str
+) -> tuple[Figure | None, str]:
+    """(grid, Markdown) for the view's choices: the session's sentence (``result``, no model run) or the sample
+    (``sample_stats()``, read from its file or computed once)."""
+    check_stat(stat)
+    if scope not in SCOPES:
+        raise ValueError(f"Unknown scope {scope!r}: choose one of {', '.join(SCOPES)}.")
+    if scope == "sentence":
+        if result is None:
+            return None, "Translate a sentence on the Attention tab first."
+        stats = sentence_stats(result)
+    else:
+        stats = sample_stats()
+    return stats_grid_plot(stats, stat), analysis_markdown(stats, SCOPES[scope])
+
+
+def cell_from_click(n_layers: int, n_heads: int, message: str) -> tuple[str, int, int] | None:
+    """'kind,layer,head[,nonce]' (the page's message for a click on a grid cell) -> (kind, layer, head) 1-based,
+    or None when the message is not one."""
+    parts = (message or "").split(",")
+    if len(parts) < 3 or parts[0] not in KINDS:
+        return None
+    try:
+        layer, head = int(parts[1]), int(parts[2])
+    except ValueError:
+        return None
+    return (parts[0], layer, head) if 1 <= layer <= n_layers and 1 <= head <= n_heads else None
+
+
+def analysis_markdown(stats: HeadStats, where: str) -> str:
+    """The statistics' definitions and the role rule, and how many sentences ``stats`` pools (``where``)."""
+    defs = "\n".join(f"- **{s}**: {md_text(STAT_LABELS[s])}" for s in STATS)
+    return (
+        f"Statistics of **{md_text(where)}** ({stats.sentences} sentence{'s' * (stats.sentences != 1)}), each the "
+        "mean over the rows of a head's map (a row = one query token; weights over the keys it can see):\n\n"
+        f"{defs}\n\n*previous*, *self* and *offset* exist for self-attention only, *next* for the encoder only "
+        "(the decoder cannot look ahead); *sharpness* is the largest weight on any key but EOS/`<s>`.\n\n"
+        f"{role_rule_markdown()}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- ablation
+def _delta(after: float, before: float) -> str:
+    d = after - before
+    return f"{after:.2f} ({'+' if d >= 0 else '−'}{abs(d):.2f})"
+
+
+def ablation_view(result: AblationResult, kind: str) -> tuple[str, Figure]:
+    """(Markdown, overview of ``kind``'s maps for the sentence with the heads off)."""
+    return ablation_markdown(result), overview_plot(result.attention, kind)
+
+
+def ablation_markdown(result: AblationResult) -> str:
+    """Translation and the sample's BLEU/chrF, with every head on and with ``result.heads_off`` off."""
+    b, a = result.before, result.after
+    off = ", ".join(f"`{h}`" for h in result.heads_off) or "none"
+    changed = "unchanged" if result.attention.translation == result.translation_before else "changed"
+    return "\n".join([
+        f"**Switched off:** {off} (for this request only; the shared model is untouched).",
+        "",
+        "| | every head | without them |",
+        "|---|---|---|",
+        f"| this sentence (greedy) | {md_text(result.translation_before)} | {md_text(result.attention.translation)} |",
+        f"| sample BLEU ({a.sentences} sentences) | {b.bleu:.2f} | {_delta(a.bleu, b.bleu)} |",
+        f"| sample chrF | {b.chrf:.2f} | {_delta(a.chrf, b.chrf)} |",
+        "",
+        f"The translation is {changed}. Cased sacreBLEU, greedy decoding; BLEU `{md_text(b.bleu_signature)}`, "
+        f"chrF `{md_text(b.chrf_signature)}`.",
+    ])
+
+
+def ranking_markdown(ranking: dict | None, top: int = 10) -> str:
+    """The ``top`` heads whose loss costs the sample the most BLEU, from the shipped ranking."""
+    if not ranking:
+        return "No head ranking was shipped: run `python -m model.rank_heads`."
+    rows = [f"| {i + 1} | `{r['head']}` | {r['bleu_loss']:+.2f} | {r['chrf_loss']:+.2f} |"
+            for i, r in enumerate(ranking["heads"][:top])]
+    base = ranking["baseline"]
+    return "\n".join([
+        f"BLEU and chrF the sample ({ranking['sample']['sentences']} sentences, greedy) loses when one head alone is "
+        f"switched off; with every head: BLEU {base['bleu']:.2f}, chrF {base['chrf']:.2f}. "
+        f"Rerun with `{md_text(ranking['command'])}`.",
+        "",
+        "| rank | head | BLEU lost | chrF lost |",
+        "|---|---|---|---|",
+        *rows,
+    ])
+
+
+# ---------------------------------------------------------------------------------------------------- rollout
+def rollout_plots(result: AttentionResult, layer) -> tuple[dict, dict, dict, dict]:
+    """(encoder raw, encoder rollout, cross raw, cross through the encoder rollout) at ``layer`` (1..N).
+
+    Raw = the mean of the layer's heads; rollout as ``model.analysis.rollout`` / ``source_relevance``. Each map
+    is coloured from 0 to its own largest weight (the title says which).
+    """
+    n_layers = result.encoder_self.shape[0]
+    try:
+        layer = int(layer)
+    except (TypeError, ValueError, OverflowError):
+        layer = 0
+    if not 1 <= layer <= n_layers:
+        raise ValueError(f"Layer must be 1–{n_layers}.")
+    src, tgt = result.tokens("cross")[1], result.tokens("cross")[0]
+    enc_rollout = rollout(result.encoder_self)  # (L, S, S)
+    relevance = source_relevance(result.cross, enc_rollout)  # (L, T, S)
+    enc_q, enc_k = AXIS_LABELS["encoder_self"]
+    cross_q, cross_k = AXIS_LABELS["cross"]
+    heads = result.encoder_self.shape[1]
+    specs = [
+        (result.encoder_self[layer - 1].mean(0), src, src, f"Raw: encoder layer {layer}, mean of {heads} heads",
+         enc_q, enc_k, f"encoder_raw_layer{layer}"),
+        (enc_rollout[layer - 1], src, src, f"Rollout: input tokens reaching encoder layer {layer}",
+         enc_q, "input token (key)", f"encoder_rollout_layer{layer}"),
+        (result.cross[layer - 1].mean(0), tgt, src, f"Raw: cross-attention, decoder layer {layer}, mean of heads",
+         cross_q, cross_k, f"cross_raw_layer{layer}"),
+        (relevance[layer - 1], tgt, src, f"Through the encoder rollout: input tokens behind decoder layer {layer}",
+         cross_q, "input token", f"cross_rollout_layer{layer}"),
+    ]
+    figures = []
+    for w, q, k, title, ql, kl, name in specs:
+        top = max(float(np.max(w)), 1e-3)  # each map its own range: rollout spreads thin, 0–1 would hide it
+        spec = detail_spec(w, q, k, f"{title} (colour 0–{top:.2f})", query_label=ql, key_label=kl)
+        _rescale(spec, top)
+        figures.append(finish_figure(spec, name))
+    return tuple(figures)
+
+
+def _rescale(spec: dict, top: float) -> None:
+    """Colour a detail heatmap from 0 to ``top`` instead of 0 to 1: rolled-out maps spread thin (a 0.1 maximum
+    is common), which the 0–1 range paints as one dark blank."""
+    heatmap = spec["data"][0]
+    ticks = [0.0, top / 2, top]
+    heatmap.update(zmax=top)
+    heatmap["colorbar"].update(tickvals=ticks, ticktext=[f"{t:.2f}" for t in ticks])
+
