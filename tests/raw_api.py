@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +30,27 @@ def served(translator) -> Iterator[str]:
         yield demo.local_url
     finally:
         demo.close()
+
+
+def api_info(url: str) -> dict[str, list[dict]]:
+    """Endpoint name -> its parameters as the app describes them (``/gradio_api/info``; public ones only)."""
+    with urllib.request.urlopen(f"{url}gradio_api/info") as r:
+        info = json.load(r)["named_endpoints"]
+    return {name.lstrip("/"): spec["parameters"] for name, spec in info.items()}
+
+
+def valid(param: dict, text: str):
+    """A good value for a parameter: its default (a component's value in the page), else ``text``."""
+    if param.get("parameter_has_default") and (param["parameter_default"] is not None or "oneOf" in param["type"]):
+        return param["parameter_default"]
+    return text if param["type"].get("type") == "string" else param["example_input"]
+
+
+def arguments(params: list[dict], text: str, **given) -> list:
+    """Valid arguments (``valid``), some replaced by parameter name (a trailing "_" does not count)."""
+    values = {p["parameter_name"].rstrip("_"): valid(p, text) for p in params}
+    assert set(given) <= set(values), sorted(values)
+    return list((values | given).values())
 
 
 @dataclass

@@ -6,18 +6,26 @@ by each value of a bad-input corpus (null, NaN, ±Infinity, strings for numbers,
 wrong types, overlong or hostile text) while the others stay valid. The answer must be a normal one or an
 error whose message says what to change: never an error without a message (Gradio's ``{"error": null}``),
 never traceback text or a bare Python exception message.
+
+Also a broken model folder at start (item 5): ``python app.py`` ends with one line, no traceback, exit code 2.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import urllib.request
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from raw_api import Answer, RawClient, served
+from raw_api import Answer, RawClient, api_info, arguments, served, valid
 
+from bench.common import ROOT, free_port
 from model.inference import Translator
+from viz.vocab import OFFLINE_ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
@@ -43,9 +51,7 @@ def url(tiny_model_dir):
 @pytest.fixture(scope="module")
 def endpoints(url) -> dict[str, list[dict]]:
     """name -> its parameters as the app describes them (name, type, default), /figure1 (undocumented) added."""
-    with urllib.request.urlopen(f"{url}gradio_api/info") as r:
-        info = json.load(r)["named_endpoints"]
-    found = {name.lstrip("/"): spec["parameters"] for name, spec in info.items()}
+    found = api_info(url)
     found.setdefault("figure1", [])
     return found
 
@@ -60,11 +66,7 @@ def client(url, endpoints):
 
 
 def args(endpoints: dict, name: str, **given) -> list:
-    """Valid arguments for one endpoint (``valid``), some replaced by name (a trailing "_" does not count)."""
-    params = endpoints[name]
-    values = {p["parameter_name"].rstrip("_"): valid(p) for p in params}
-    assert set(given) <= set(values), (name, sorted(values))
-    return list((values | given).values())
+    return arguments(endpoints[name], SENTENCE, **given)
 
 
 def corpus(param: dict) -> list:
@@ -75,13 +77,6 @@ def corpus(param: dict) -> list:
         return NUMBER_BAD + ["nope"] if numeric else CHOICE_BAD
     types = {kind.get("type")} | {t.get("type") for t in kind.get("oneOf", [])}
     return NUMBER_BAD if types & {"number", "integer"} else TEXT_BAD
-
-
-def valid(param: dict):
-    """A good value: the parameter's default (a component's value in the page), else a sentence."""
-    if param.get("parameter_has_default") and (param["parameter_default"] is not None or "oneOf" in param["type"]):
-        return param["parameter_default"]
-    return SENTENCE if param["type"].get("type") == "string" else param["example_input"]
 
 
 def problem(answer: Answer) -> str | None:
@@ -97,7 +92,7 @@ def problem(answer: Answer) -> str | None:
 
 def probe(client: RawClient, name: str, params: list[dict]) -> list[str]:
     """Every bad value in every parameter of one endpoint; the unacceptable answers, described."""
-    good = [valid(p) for p in params]
+    good = [valid(p, SENTENCE) for p in params]
     failures = []
     for i, param in enumerate(params):
         for bad in corpus(param):
@@ -166,3 +161,35 @@ def test_whole_numbers_as_digits_and_null_head_are_normal_answers(client, endpoi
     assert client.call("render_detail", null_head).event == "complete"  # null head = the mean
     detail = client.call("visualise", args(endpoints, "visualise", kind="cross", layer="2", head=None)).data[3]
     assert "layer 2 · mean of 4 heads" in json.loads(detail["plot"])["layout"]["title"]["text"]
+
+
+# ---------------------------------------------------------------------------- a broken model at app start
+def broken_copy(tiny_model_dir: Path, tmp_path: Path, name: str, data: bytes | None) -> Path:
+    """A copy of the tiny model folder with ``name`` replaced by ``data`` (None: removed)."""
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    if data is None:
+        (folder / name).unlink()
+    else:
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [("config.json", b'{"d_model": 192,'), ("model.safetensors", b"\0" * 100), ("tokenizer.model", None)],
+)
+def test_a_broken_model_stops_the_app_with_one_line(tiny_model_dir, tmp_path, name, data):
+    folder = broken_copy(tiny_model_dir, tmp_path, name, data)
+    env = {**os.environ, **OFFLINE_ENV, "ATTN_MODEL_DIR": str(folder), "GRADIO_SERVER_PORT": str(free_port())}
+    run = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and run.stdout == "" and len(lines) == 1, (run.returncode, run.stdout, run.stderr)
+    assert lines[0].startswith("error: ") and str(folder / name) in lines[0] and "ATTN_MODEL_DIR" in lines[0], lines
+    assert "Traceback" not in run.stderr
+
+
+def test_a_missing_model_folder_stops_the_app_with_one_line(tmp_path):
+    env = {**os.environ, **OFFLINE_ENV, "ATTN_MODEL_DIR": str(tmp_path / "nowhere")}
+    run = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and str(tmp_path / "nowhere") in run.stderr, run.stderr

@@ -1,0 +1,149 @@
+"""Exports and JSON answers of a public app stay bounded (issue #16 items 2, 3 and 6).
+
+- ``ExportFolder`` keeps the newest exports within a count and a byte bound; 30 exports through the raw
+  HTTP API leave at most ``MAX_EXPORTS`` exports on disk, written once (inside Gradio's cache, no copy).
+- The JSON of ``/attention`` and of the export holds numbers really rounded to 5 decimals (float64 first).
+- The upload route refuses files (the app takes none).
+- ``test_attention_answer_sizes`` measures the /attention answer at 20 and 100 tokens a side with the
+  shipped model (the README's numbers): ``pytest -s tests/test_exports.py -k sizes``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from raw_api import RawClient, api_info, arguments, served
+
+from bench.payload import text_with_tokens
+from model.inference import JSON_DECIMALS, Translator
+from viz.views import attention
+from viz.views.exports import MAX_BYTES, MAX_EXPORTS, ExportFolder
+
+pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCE = "a big dog runs in the park."
+LONG_DECIMALS = re.compile(rb"\d\.\d{%d,}" % (JSON_DECIMALS + 1))  # a number with more than 5 decimals
+SCALE = re.compile(rb'"scale": ?[-+.0-9eE]+')  # the model's 1/sqrt(d_k) itself is not a rounded weight
+
+
+def long_numbers(json_text: bytes) -> list[bytes]:
+    """The attention weights in a JSON text written with more than 5 decimals."""
+    return LONG_DECIMALS.findall(SCALE.sub(b"", json_text))
+
+
+# ------------------------------------------------------------------------------------ the folder alone
+def test_the_newest_exports_stay_within_the_count(tmp_path):
+    exports = ExportFolder(tmp_path, max_exports=3)
+    paths = [exports.write({"a.bin": bytes([i]) * 10, "b.txt": b"x"}) for i in range(10)]
+    assert exports.usage() == (6, 3 * 11)
+    kept = [Path(p) for batch in paths[-3:] for p in batch]
+    assert all(p.exists() for p in kept) and not any(Path(p).exists() for p in paths[0])
+    assert Path(paths[-1][0]).read_bytes() == bytes([9]) * 10
+
+
+def test_the_newest_exports_stay_within_the_bytes_and_the_newest_always(tmp_path):
+    exports = ExportFolder(tmp_path, max_exports=100, max_bytes=2500)
+    for _ in range(5):
+        exports.write({"a.bin": b"x" * 1000})
+    assert exports.usage() == (2, 2000)
+    big = exports.write({"big.bin": b"y" * 5000})  # over the bound alone: it stays, all older ones go
+    assert exports.usage() == (1, 5000) and Path(big[0]).exists()
+
+
+def test_export_files_writes_the_sessions_maps(tmp_path, tiny_model_dir):
+    result = Translator(tiny_model_dir, device="cpu").attention(SENTENCE)
+    npz, js = map(Path, attention.export_files(ExportFolder(tmp_path), result))
+    with np.load(npz) as data:
+        np.testing.assert_array_equal(data["cross"], result.cross)
+    data = json.loads(js.read_bytes())
+    np.testing.assert_allclose(data["cross"], result.cross, atol=0.5 * 10**-JSON_DECIMALS + 1e-9)
+    assert not long_numbers(js.read_bytes())
+    with pytest.raises(ValueError, match="Nothing to export yet"):
+        attention.export_files(ExportFolder(tmp_path), None)
+
+
+def test_json_numbers_are_rounded_as_written(tiny_model_dir):
+    """float32 0.01687 rounded in float32 prints as 0.01686999946832657; the JSON holds 0.01687."""
+    result = Translator(tiny_model_dir, device="cpu").attention(SENTENCE)
+    result.cross[0, 0, 0, :2] = np.float32(0.01687), np.float32(0.98313)
+    text = result.to_json().encode()
+    assert b"0.01687," in text and not long_numbers(text)
+
+
+# ------------------------------------------------------------------------------------ through the app
+@pytest.fixture(scope="module")
+def app_url(tiny_model_dir, tmp_path_factory):
+    """The app on the tiny model, with its own Gradio cache folder (nothing else writes there)."""
+    cache = tmp_path_factory.mktemp("gradio_cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADIO_TEMP_DIR", str(cache))
+        with served(Translator(tiny_model_dir, device="cpu")) as url:
+            yield url, cache
+
+
+def files_under(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_30_exports_leave_at_most_the_bound_on_disk(app_url):
+    url, cache = app_url
+    client = RawClient(url)
+    assert client.call("visualise", arguments(api_info(url)["visualise"], SENTENCE)).event == "complete"
+    answers = []
+    for _ in range(MAX_EXPORTS + 10):
+        answer = client.call("export", [])
+        assert answer.event == "complete", answer.data
+        answers.append(answer.data[0])
+    on_disk = files_under(cache)
+    assert len(on_disk) <= 2 * MAX_EXPORTS and sum(p.stat().st_size for p in on_disk) <= MAX_BYTES
+    newest = [Path(f["path"]) for f in answers[-1]]
+    # written once: Gradio serves the export where it lies (inside its cache), it made no copy of its own
+    assert {p.name for p in newest} == {"attention.npz", "attention.json"} and set(newest) <= set(on_disk)
+    assert len(on_disk) == 2 * MAX_EXPORTS  # the 10 oldest exports are gone, the 20 newest stay
+    status, body = client.request("GET", f"/gradio_api/file={newest[1]}")
+    assert status == 200 and json.loads(body)["source_tokens"][-1] == "</s>" and not long_numbers(body)
+    status, _ = client.request("GET", f"/gradio_api/file={answers[0][0]['path']}")
+    assert status in (403, 404)  # the oldest export was removed: its link is gone (Gradio answers 403)
+
+
+def test_attention_answer_has_rounded_numbers(app_url):
+    client = RawClient(app_url[0])
+    answer = client.call("attention", [SENTENCE, "", None])
+    assert answer.event == "complete" and np.asarray(answer.data[0]["cross"]).ndim == 4
+    assert not long_numbers(answer.raw)
+
+
+def test_the_upload_route_takes_no_files(app_url):
+    url, cache = app_url
+    client = RawClient(url)
+    boundary = "----bound"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.bin\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n")
+    body = head.encode() + b"\0" * 2**20 + f"\r\n--{boundary}--\r\n".encode()  # 1 MB
+    status, answer = client.request("POST", "/gradio_api/upload", body,
+                                    {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert status == 413 and b"maximum allowed size" in answer, (status, answer[:200])
+    assert not [p for p in files_under(cache) if p.name == "big.bin"]
+
+
+# ------------------------------------------------------------------------------ sizes for the README
+def test_attention_answer_sizes():
+    """The shipped model's /attention answer (the SSE event's bytes) at 20 and 100 tokens a side."""
+    translator = Translator(ROOT / "assets" / "model", device="cpu")
+    sizes = {}
+    with served(translator) as url:
+        client = RawClient(url)
+        for n in (20, 100):
+            text = text_with_tokens(translator.tokenizer, n) if n < 100 else " ".join([SENTENCE] * 30)
+            answer = client.call("attention", [text, text, None])  # the same text forced as the target
+            data = answer.data[0]
+            sides = len(data["source_tokens"]), len(data["target_tokens"])
+            sizes[sides] = len(answer.raw)
+            print(f"/attention answer, {sides[0]} source + {sides[1]} target tokens: {len(answer.raw):,} bytes")
+            assert not long_numbers(answer.raw)
+    assert (100, 100) in sizes and sizes[(100, 100)] < 16 * 2**20  # 27.8 MB for 60 + 60 before rounding in float64
