@@ -156,6 +156,13 @@ class Translator:
             ids = ids[: self.max_tokens - 1]
         return text, ids + [self.cfg.eos_id]
 
+    def encode_input(self, text: str, what: str = "source sentence") -> tuple[str, list[int], list[str]]:
+        """A sentence as ``attention`` reads it: (cleaned text, ids with EOS last, warnings such as a cut to
+        ``max_tokens``). A blank one raises ValueError ("The {what} is empty: ...")."""
+        warnings: list[str] = []
+        text, ids = self._ids(text, what, warnings)
+        return text, ids, warnings
+
     def token_ids(self, text: str) -> list[int]:
         """Lenient batch encoding (evaluation, diagnostics): cleaned, cut to ``max_tokens``, EOS appended;
         a blank line gives just EOS instead of an error."""

@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from model.decode import greedy_decode, max_output_length
-from model.inference import BOS_PIECE, EOS_PIECE, KINDS, Translator, clean_text
+from model.inference import KINDS, AttentionResult, Translator
 from model.transformer import EncoderDecoder, MultiHeadAttention, causal_mask, padding_mask
 
 MAX_FACTOR = 100.0  # the same bound as the /attention endpoint's scale
@@ -40,8 +39,8 @@ _DIGITS = 5  # decimals in the JSON
 class Sentence:
     """The ids behind the Attention tab's heatmaps: source (EOS last) and decoder inputs (BOS first).
 
-    Greedy when no target is given (the same `greedy_decode` as `Translator.attention`), else teacher
-    forcing. Small: an app may cache it to skip the greedy decode on later requests.
+    Made from a ``Translator.attention`` result (``sentence_of``): its greedy translation, or teacher forcing
+    on a given one. Small and hashable (a cache key): no decode is repeated to look inside a head.
     """
 
     source_text: str
@@ -115,6 +114,11 @@ class HeadInside:
     @property
     def d_model(self) -> int:
         return int(self.x.shape[0])
+
+    @property
+    def scaled_as_trained(self) -> bool:
+        """True when the scores were scaled by the model's own 1/√d_k (no other factor given)."""
+        return math.isclose(self.scale, self.model_scale)
 
     @property
     def entropy(self) -> float:
@@ -235,30 +239,27 @@ def check_factor(factor) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------- the sentence
-@torch.inference_mode()
-def prepare(translator: Translator, text: str, target: str | None = None) -> Sentence:
-    """The sentence the Attention tab shows for (text, target): same cleaning, cuts, warnings and tokens."""
-    cfg, warnings = translator.cfg, []
-    text, src_ids = translator._ids(text, "source sentence", warnings)
-    target = clean_text(target)
-    if target:
-        _, tgt_ids = translator._ids(target, "given translation", warnings)
-        out_ids, steps = tgt_ids[:-1], len(tgt_ids)
-    else:
-        out_ids = greedy_decode(translator.model, translator._src_tensor(src_ids))[0]
-        # a finished run fed BOS + every output token; a cut-off one (no EOS) stops at max_len steps
-        steps = min(len(out_ids) + 1, max_output_length(len(src_ids), translator.model))
-    tok = translator.tokenizer
+def sentence_of(translator: Translator, result: AttentionResult) -> Sentence:
+    """The ids behind ``result``'s heatmaps (a ``Translator.attention`` result): the source as the model read
+    it (re-encoded: tokenising is cheap, the decode is not repeated) and the decoder inputs, BOS + the
+    translation's ids, cut as the maps are (a cut-off greedy run has no EOS step)."""
+    _, src_ids, _ = translator.encode_input(result.source_text)
+    t = len(result.target_tokens)
+    tgt_in_ids = ([translator.cfg.bos_id] + list(result.target_ids))[:t]
+    if len(src_ids) != len(result.source_tokens) or len(tgt_in_ids) != t:
+        raise ValueError("this attention result does not come from this model's tokenizer")
     return Sentence(
-        source_text=text,
-        translation=tok.decode(out_ids),
-        src_ids=tuple(src_ids),
-        tgt_in_ids=tuple(([cfg.bos_id] + list(out_ids))[:steps]),
-        source_tokens=tuple(tok.pieces(src_ids[:-1]) + [EOS_PIECE]),
-        target_tokens=tuple(([BOS_PIECE] + tok.pieces(out_ids))[:steps]),
-        teacher_forced=bool(target),
-        warnings=tuple(warnings),
+        source_text=result.source_text, translation=result.translation, src_ids=tuple(src_ids),
+        tgt_in_ids=tuple(tgt_in_ids), source_tokens=tuple(result.source_tokens),
+        target_tokens=tuple(result.target_tokens), teacher_forced=result.teacher_forced,
+        warnings=tuple(result.warnings),
     )
+
+
+def prepare(translator: Translator, text: str, target: str | None = None) -> Sentence:
+    """The sentence the Attention tab shows for (text, target): ``Translator.attention``'s own tokens and
+    decode (greedy, or teacher forcing on ``target``), its cleaning, cuts and warnings."""
+    return sentence_of(translator, translator.attention(text, target))
 
 
 def _sentence(translator: Translator, text, target) -> Sentence:

@@ -22,6 +22,8 @@ from viz import inside as figs
 from viz.encode import plotly_dict, plotly_json
 from viz.views.inside_head import InsideHeadView, inside_head_view, present, query_choices
 
+FIGURES = InsideHeadView._fields[2:]  # after the two Markdown texts
+
 SOURCE = "a big dog runs in the park near the water."
 TARGET = "ein großer hund rennt in dem park."
 ATOL, RTOL = 1e-5, 1e-4
@@ -260,7 +262,7 @@ def with_tokens(hi):
 @pytest.mark.parametrize("kind", KINDS)
 def test_views_serialise_validate_and_escape(translator, kind):
     hi = with_tokens(inside_head(translator, SOURCE, TARGET, kind, 2, 2, 0, factor=0.7))  # query: "<b>bold</b>"
-    views = {name: getattr(figs, f"{name}_spec")(hi) for name in InsideHeadView._fields[1:]}
+    views = {name: getattr(figs, f"{name}_spec")(hi) for name in FIGURES}
     n, dk, d, h = len(hi.key_tokens), hi.d_k, hi.d_model, hi.n_heads
     for name, spec in views.items():
         text = plotly_json(spec)
@@ -299,18 +301,29 @@ def test_views_serialise_validate_and_escape(translator, kind):
 def test_the_view_is_finished_figures_in_the_listeners_order(translator):
     def run(*args):
         run.calls.append(args)
-        return inside_head(translator, *args)
+        return inside_head(translator, prepare(translator, SOURCE), None, *args[1:])
 
     run.calls = []
-    view = present(run, SOURCE, "", "cross", "2", 1.0, 0, None)  # the way a form sends numbers
-    assert run.calls == [(SOURCE, "", "cross", "2", 1.0, 0, None)] and isinstance(view, InsideHeadView)
-    assert isinstance(view.markdown, str) and view.markdown.startswith("**Encoder–decoder attention, layer 2, head 1")
-    for name, fig in zip(view._fields[1:], view[1:]):
-        filename = json.loads(json.dumps(fig))["config"]["toImageButtonOptions"]["filename"]
-        assert filename.startswith("cross_layer2_head1_query0"), name
-        assert "title" not in fig["layout"] and fig["layout"]["margin"]["t"] >= 30, name
-    with pytest.raises(ValueError, match="head must be"):
-        present(run, SOURCE, "", "cross", 2, 9, 0)
+    result = translator.attention(SOURCE)
+    view = present(run, translator.cfg, result, "cross", "2", 1.0, 0, "")  # the way a form sends numbers
+    assert run.calls == [(result, "cross", 2, 1, 0, None)] and isinstance(view, InsideHeadView)
+    assert view.markdown.startswith("**Encoder–decoder attention, layer 2, head 1")
+    assert view.footnote4_text.startswith("**Footnote 4 on this head.**")
+    for name in FIGURES:
+        filename = json.loads(json.dumps(getattr(view, name)))["config"]["toImageButtonOptions"]["filename"]
+        assert filename == f"cross_layer2_head1_query0_{name}"
+        assert "title" not in getattr(view, name)["layout"] and getattr(view, name)["layout"]["margin"]["t"] >= 30
+    present(run, translator.cfg, result, "cross", 2, 1, 0, " 0.5 ")
+    assert run.calls[-1][-1] == 0.5  # the factor box's text, as a number
+    for choices, message in [((2, 9, 0, ""), "head must be between 1 and 4"),
+                             ((2, 1, len(result.target_tokens), ""), "query must be between 0 and"),
+                             ((2, 1, 0, "abc"), "scale factor must be a number"),
+                             ((2, 1, 0, "-1"), "factor must be a positive number")]:
+        with pytest.raises(ValueError, match=message):
+            present(run, translator.cfg, result, "cross", *choices)
+    with pytest.raises(ValueError, match="Visualise a sentence"):
+        present(run, translator.cfg, None, "cross", 1, 1, 0)
+    assert len(run.calls) == 2  # a bad choice never runs the model
 
 
 def test_query_choices_are_plain_text_labels():

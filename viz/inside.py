@@ -26,6 +26,7 @@ import numpy as np
 
 from viz.heatmaps import COLORSCALE, TEXT_COLOR, TRANSPARENT, escape_token
 from viz.scaling import SCALED_COLOR, UNSCALED_COLOR
+from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:  # viz never imports torch at run time
     from model.inside import HeadInside
@@ -41,11 +42,6 @@ TITLE_PX, FONT_PX = 16, 14
 _TITLE_ROOM = 24  # px above a band that its title takes
 _LEGEND_ROOM = 34  # px between a figure title and the plot, for a legend
 _TOP = 52  # px above the plot: the figure title, clear of the gr.Plot label badge (top-left, ~30 px)
-KIND_NAMES = {
-    "encoder_self": "encoder self-attention",
-    "decoder_self": "masked decoder self-attention",
-    "cross": "encoder–decoder attention",
-}
 TOKEN_LEN = 20  # characters of a token shown
 _KEYS_AXIS = dict(type="category", autorange="reversed")  # one row per key, "j: token", row 0 on top
 
@@ -138,7 +134,7 @@ def _symbol(name: str, hi: HeadInside) -> str:
 
 
 def _where(hi: HeadInside) -> str:
-    return f"{KIND_NAMES[hi.kind]} · layer {hi.layer} · head {hi.head} · query {hi.query} “{_tok(hi.query_token)}”"
+    return f"{KIND_LABELS[hi.kind]} · layer {hi.layer} · head {hi.head} · query {hi.query} “{_tok(hi.query_token)}”"
 
 
 # ------------------------------------------------------------------------------------------ (a) projections
@@ -194,7 +190,7 @@ def scores_spec(hi: HeadInside) -> dict:
     scaled = hi.scores * hi.scale
     base = np.where(masked, MASKED_COLOR, SCALED_COLOR)
     top = int(np.argmax(hi.weights))
-    scale_name = (f"1/√d_k = 1/√{hi.d_k}" if math.isclose(hi.scale, hi.model_scale) else "the chosen factor")
+    scale_name = f"1/√d_k = 1/√{hi.d_k}" if hi.scaled_as_trained else "the chosen factor"
     mask_text = ("the mask: keys after the query → −∞ before the softmax" if masked.any()
                  else "the mask: none here (no future keys, no padding in one sentence)")
     data = [

@@ -3,10 +3,11 @@
 The view's choices: ``kind`` (one of ``KINDS``), ``layer`` and ``head`` (1-based), ``query`` (0-based, a
 position on the query side: a source token for encoder self-attention, a decoder position otherwise) and
 ``factor`` (None = the model's own 1/√d_k; else the scale this one sub-layer uses, e.g. the Why tab's).
-The numbers come from ``model.inside.inside_head`` (the app passes it in as ``run``, wrapped for ZeroGPU,
-so that this module never loads a model); the choices are checked there, with clear ValueErrors. The
-figures are drawn by ``viz.inside``; here they are finished for gr.Plot, and the steps are written out as a
-Markdown table to read aloud.
+The sentence is the Attention tab's: its ``AttentionResult`` (no decode is repeated). The numbers come from
+``model.inside.inside_head``, which the app passes in as ``run(result, kind, layer, head, query, factor)``
+(``Runs.inside_head``, wrapped for ZeroGPU), so that this module never loads a model. The choices are
+checked here first, with the messages of every other endpoint (``viz.views.inputs``). The figures are drawn
+by ``viz.inside``; here they are finished for gr.Plot, and the steps are written out as a Markdown table.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import numpy as np
 
 from viz.heatmaps import escape_token
 from viz.inside import (
-    KIND_NAMES,
     TOKEN_LEN,
     contributions_spec,
     figure2_spec,
@@ -29,23 +29,37 @@ from viz.inside import (
     projections_spec,
     scores_spec,
 )
+from viz.views.decode_steps import md_escape
 from viz.views.figure import Figure, finish_figure
+from viz.views.inputs import MAX_SCALE, check_alpha, check_kind, real_number, whole_number
+from viz.views.scaling import factor_for
+from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
+    from model.config import TransformerConfig
+    from model.inference import AttentionResult
     from model.inside import HeadInside
 
-_MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#+-.!|~"})
-_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "$": "&#36;"})
+Run = Callable[..., "HeadInside"]  # (result, kind, layer, head, query, factor) -> HeadInside
+INTRO = ("**softmax(QKᵀ/√d_k)V and Concat(head₁…headₕ)W^O for one query, on the model's own numbers** — the "
+         "Attention tab's sentence. Pick a query token here, or click a row of that tab's detail heatmap.")
+PLOT_LABELS = {  # the figures' gr.Plot labels, by InsideHeadView field
+    "scores": "(b) q·k → × scale → mask → softmax", "figure2": "(d) Figure 2 (right), live",
+    "projections": "(a) x → q, K, V", "head_output": "(c) head = Σ α_j v_j",
+    "footnote4": "Footnote 4: the same softmax, scaled three ways", "contributions": "Weights vs contributions",
+}
+NO_SENTENCE = "Visualise a sentence on the Attention tab first: this tab looks inside its heads."
 
 
 class InsideHeadView(NamedTuple):
     """A tuple, in the order a listener's outputs list them: app.listener turns each Figure into a gr.Plot value."""
 
-    markdown: str
-    projections: Figure  # (a) x -> q, K, V
+    markdown: str  # the steps as a table
+    footnote4_text: str  # footnote 4 on this head, beside its figure
     scores: Figure  # (b) q·k_j -> × scale -> mask -> softmax
-    head_output: Figure  # (c) Σ_j α_j v_j
     figure2: Figure  # (d) the h heads -> Concat -> W^O -> Add & Norm
+    projections: Figure  # (a) x -> q, K, V
+    head_output: Figure  # (c) Σ_j α_j v_j
     footnote4: Figure  # trained scale vs × 1 vs the factor
     contributions: Figure  # α_j vs ‖α_j v_j W^O_i‖
 
@@ -53,33 +67,110 @@ class InsideHeadView(NamedTuple):
 def inside_head_view(hi: HeadInside) -> InsideHeadView:
     """Every figure and the Markdown for one computed head (see ``model.inside.HeadInside``)."""
     name = f"{hi.kind}_layer{hi.layer}_head{hi.head}_query{hi.query}"
-    return InsideHeadView(
-        markdown=inside_markdown(hi),
-        projections=finish_figure(projections_spec(hi), f"{name}_qkv"),
-        scores=finish_figure(scores_spec(hi), f"{name}_scores"),
-        head_output=finish_figure(head_output_spec(hi), f"{name}_output"),
-        figure2=finish_figure(figure2_spec(hi), f"{name}_figure2"),
-        footnote4=finish_figure(footnote4_spec(hi), f"{name}_footnote4"),
-        contributions=finish_figure(contributions_spec(hi), f"{name}_contributions"),
-    )
+    specs = {"scores": scores_spec, "figure2": figure2_spec, "projections": projections_spec,
+             "head_output": head_output_spec, "footnote4": footnote4_spec, "contributions": contributions_spec}
+    figures = {field: finish_figure(spec(hi), f"{name}_{field}") for field, spec in specs.items()}
+    return InsideHeadView(markdown=inside_markdown(hi), footnote4_text=footnote4_markdown(hi), **figures)
 
 
-def present(run: Callable[..., HeadInside], text: str, target: str, kind: str, layer, head, query,
-            factor=None) -> InsideHeadView:
-    """The tab's listener: ``run(text, target, kind, layer, head, query, factor)`` computes (and checks the
-    choices: a ValueError says what to choose), then everything is drawn."""
-    return inside_head_view(run(text, target, kind, layer, head, query, factor))
+# ------------------------------------------------------------------------------------------- the choices
+def check_view(cfg: TransformerConfig, kind, layer, head) -> tuple[str, int, int]:
+    """(kind, layer 1…N, head 1…h), or a ValueError in the words of every endpoint (no "mean" head here)."""
+    return (check_kind(kind), whole_number(layer, "layer", 1, cfg.n_layers),
+            whole_number(head, "head", 1, cfg.n_heads))
+
+
+def check_factor(value) -> float | None:
+    """The API's factor: null = the model's own 1/√d_k, else a number in (0, MAX_SCALE]."""
+    if value is None:
+        return None
+    what = f"factor must be a positive number up to {MAX_SCALE:g} (null = the model's own 1/√d_k, 1 = unscaled)"
+    return real_number(value, what, 0.0, MAX_SCALE, lo_open=True)
+
+
+def factor_from_text(text) -> float | None:
+    """The tab's factor box: empty = the model's own 1/√d_k, else a number ("0.125", "1")."""
+    text = "" if text is None else str(text).strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"The scale factor must be a number such as 1 (unscaled) or 0.125; leave it empty for "
+                         f"the model's own 1/√d_k. Got {text[:40]!r}.") from None
+    return check_factor(value)
+
+
+def factor_from_alpha(d_k: int, alpha) -> str:
+    """The Why tab's slider (0 = × 1/√d_k … 1 = × 1) as the text of this tab's factor box."""
+    return f"{factor_for(d_k, check_alpha(alpha)):.4g}"
+
+
+def check_query(value, tokens: Sequence[str]) -> int:
+    return whole_number(value, "query", 0, len(tokens) - 1, "; a 0-based position on the query side")
 
 
 def query_choices(tokens: Sequence[str]) -> list[tuple[str, int]]:
-    """(label, position) pairs for a query picker, "3: dogs": plain text (a gr.Radio shows labels as text)."""
-    return [(f"{j}: {html.unescape(escape_token(t, TOKEN_LEN))}", j) for j, t in enumerate(tokens)]
+    """(label, position) pairs for the query chips, "3: dogs": plain text (a gr.Radio shows labels as text)."""
+    return [(f"{j}: {_plain(t)}", j) for j, t in enumerate(tokens)]
+
+
+def head_choices(n_heads: int) -> list[tuple[str, int]]:
+    return [(str(h), h) for h in range(1, n_heads + 1)]
+
+
+def follow(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, query):
+    """The tab takes over the Attention tab's view: (kind, layer, head, query chips, query). The "mean" head
+    becomes head 1; the query stays where it was while the sentence has it, else 0."""
+    if result is None:
+        raise ValueError(NO_SENTENCE)
+    kind, layer, head = check_view(cfg, kind, layer, head or 1)
+    tokens = result.tokens(kind)[0]
+    try:
+        query = check_query(query, tokens)
+    except ValueError:
+        query = 0
+    return kind, layer, head, query_choices(tokens), query
+
+
+def row_from_click(message: str) -> int | None:
+    """'row,time' (the page script's message for a click on a row of the detail heatmap) -> the row, or None."""
+    try:
+        row = int((message or "").split(",")[0])
+    except ValueError:
+        return None
+    return row if row >= 0 else None
+
+
+def present(run: Run, cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, query,
+            factor_text="") -> InsideHeadView:
+    """The tab's listener: the choices checked, ``run`` computes, everything is drawn."""
+    if result is None:
+        raise ValueError(NO_SENTENCE)
+    kind, layer, head = check_view(cfg, kind, layer, head)
+    query = check_query(query, result.tokens(kind)[0])
+    return inside_head_view(run(result, kind, layer, head, query, factor_from_text(factor_text)))
+
+
+def inside_json(run: Run, attention: Callable[[str, str], AttentionResult], cfg: TransformerConfig,
+                text: str, target: str, kind, layer, head, query, factor=None) -> dict:
+    """``/inside_head``: the choices checked before the model runs, then ``HeadInside.to_json_dict()``.
+    ``attention(text, target)`` is the Attention tab's run (cached): its sentence, its tokens."""
+    kind, layer, head = check_view(cfg, kind, layer, head)
+    factor = check_factor(factor)
+    result = attention(text, target)
+    query = check_query(query, result.tokens(kind)[0])
+    return run(result, kind, layer, head, query, factor).to_json_dict()
 
 
 # ---------------------------------------------------------------------------------------------- Markdown
+def _plain(token: str) -> str:
+    """A token as the figures show it ("▁Haus" -> "Haus"), as plain (unescaped) text."""
+    return html.unescape(escape_token(token, TOKEN_LEN))
+
+
 def _md_tok(token: str) -> str:
-    """A token for Markdown: displayed as in the figures, Markdown and HTML characters escaped."""
-    return html.unescape(escape_token(token, TOKEN_LEN)).translate(_MARKDOWN_SPECIALS).translate(_ENTITIES)
+    return md_escape(_plain(token))
 
 
 def _norm(v: np.ndarray) -> str:
@@ -89,12 +180,10 @@ def _norm(v: np.ndarray) -> str:
 def inside_markdown(hi: HeadInside) -> str:
     """The steps as a table: symbol, shape and a number to read aloud; then the footnote-4 comparison."""
     n, d, dk, h, i = len(hi.key_tokens), hi.d_model, hi.d_k, hi.n_heads, hi.head
-    top = int(np.argmax(hi.weights))
-    c_top = int(np.argmax(hi.contributions))
+    top, c_top = int(np.argmax(hi.weights)), int(np.argmax(hi.contributions))
     s = hi.sentence
     mode = "the translation you gave (teacher forcing)" if s.teacher_forced else "the model's greedy translation"
     allowed = int((~hi.masked).sum())
-    own_scale = math.isclose(hi.scale, hi.model_scale)
     rows = [
         ("x", "the sub-layer input at the query", f"1 × {d}", _norm(hi.x)),
         (f"q = x W^Q_{i} + b", "the query of this head", f"1 × {dk}", _norm(hi.q)),
@@ -102,10 +191,11 @@ def inside_markdown(hi: HeadInside) -> str:
          f"{n} × {dk}", f"{n} keys"),
         (f"V = x W^V_{i} + b", "one value per position", f"{n} × {dk}", ""),
         ("q·k_j", "raw dot products", f"1 × {n}", f"std {hi.score_std:.3g} vs √d_k = {math.sqrt(dk):.3g}"),
-        (f"× {hi.scale:.4g}", "the scale", f"1 × {n}", "1/√d_k" if own_scale else "the chosen factor"),
+        (f"× {hi.scale:.4g}", "the scale", f"1 × {n}", "1/√d_k" if hi.scaled_as_trained else "the chosen factor"),
         ("mask", "−∞ on keys after the query" if hi.masked.any() else "none", f"1 × {n}", f"{n - allowed} masked"),
-        ("α = softmax(·)", "the weights (a row of the heatmap)" if own_scale else "the weights with the factor",
-         f"1 × {n}", f"max {hi.max_weight:.3f} on “{_md_tok(hi.key_tokens[top])}”, entropy {hi.entropy:.3f} nats"),
+        ("α = softmax(·)", "the weights (a row of the heatmap)" if hi.scaled_as_trained else
+         "the weights with the factor", f"1 × {n}",
+         f"max {hi.max_weight:.3f} on “{_md_tok(hi.key_tokens[top])}”, entropy {hi.entropy:.3f} nats"),
         (f"head_{i} = Σ_j α_j v_j", "this head's output", f"1 × {dk}", _norm(hi.output)),
         (f"Concat(head_1..head_{h})", f"all {h} heads for this query", f"1 × {h * dk}", ""),
         ("· W^O + b = Sublayer(x)", "the multi-head output", f"1 × {d}", _norm(hi.sublayer_output)),
@@ -113,15 +203,16 @@ def inside_markdown(hi: HeadInside) -> str:
     ]
     table = ["| step | what | shape | here |", "|---|---|---|---|"]
     table += [f"| `{a}` | {b} | {c} | {e} |" for a, b, c, e in rows]
-    header = (f"**{KIND_NAMES[hi.kind].capitalize()}, layer {hi.layer}, head {i}, query {hi.query} "
+    header = (f"**{KIND_LABELS[hi.kind]}, layer {hi.layer}, head {i}, query {hi.query} "
               f"“{_md_tok(hi.query_token)}”** on {mode}.")
     contrib = (f"Largest contribution ‖α_j v_j W^O_{i}‖: “{_md_tok(hi.key_tokens[c_top])}” "
                f"({hi.contributions_normalised[c_top]:.2f} of the total; its weight α is {hi.weights[c_top]:.2f}).")
-    warnings = "".join(f"\n\n⚠️ {html.escape(w)}" for w in s.warnings)
-    return "\n\n".join([header, "\n".join(table), contrib, footnote4_markdown(hi)]) + warnings
+    warnings = "".join(f"\n\n⚠️ {md_escape(w)}" for w in s.warnings)
+    return "\n\n".join([header, "\n".join(table), contrib]) + warnings
 
 
 def footnote4_markdown(hi: HeadInside) -> str:
+    """Footnote 4 on this head: the measured std of q·k against √d_k, and the softmax scaled three ways."""
     lines = [f"**Footnote 4 on this head.** Over its {int((~hi.masked).sum())} allowed keys, q·k has std "
              f"{hi.score_std:.3g}; for unit-variance q and k the paper expects √d_k = {math.sqrt(hi.d_k):.3g}.",
              "", "| scores × | entropy (nats) | largest weight |", "|---|---|---|"]
