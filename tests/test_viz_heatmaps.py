@@ -10,6 +10,8 @@ import pytest
 from viz.encode import plotly_dict, plotly_json, typed_array
 from viz.heatmaps import (
     COLORSCALE,
+    MASKED_COLOR,
+    MASKED_HOVER,
     check_attention,
     detail_figure,
     detail_spec,
@@ -360,3 +362,106 @@ def test_typed_array_round_trips_and_narrows_integers_like_plotly():
 def test_plotly_json_refuses_what_plotly_js_cannot_read():
     with pytest.raises(TypeError, match="set"):
         plotly_json({"data": [{"x": {1, 2}}]})
+
+
+# ---------------------------------------------------------------- issue 20: punctuation, masked cells, predictions
+@pytest.mark.parametrize(
+    "piece, shown",
+    [(".", "."), (",", ","), ("!?", "!?"), ('"', "&#34;"), ("\u00bb", "\u00bb"), ("\u2581.", "."),
+     ("n.", "\u00b7n."), ("\u2581n", "n"), ("-", "-"), ("$", "\u00b7&#36;")],  # "$" is a symbol, not punctuation
+)
+def test_a_continuation_piece_of_punctuation_gets_no_dot(piece, shown):
+    assert escape_token(piece) == shown
+
+
+def path_polygons(path: str) -> list[list[tuple[float, float]]]:
+    """An SVG path of M/H/V/Z commands (as the mask shapes use) -> its closed polygons."""
+    polygons, x, y = [], 0.0, 0.0
+    for cmd, args in re.findall(r"([MHVZ])([^MHVZ]*)", path):
+        if cmd == "M":
+            x, y = map(float, args.split(","))
+            polygons.append([(x, y)])
+        elif cmd == "H":
+            x = float(args)
+            polygons[-1].append((x, y))
+        elif cmd == "V":
+            y = float(args)
+            polygons[-1].append((x, y))
+    return polygons
+
+
+def inside(polygons, px: float, py: float) -> bool:
+    """Even-odd ray casting over every polygon of a path."""
+    hit = False
+    for poly in polygons:
+        for (x1, y1), (x2, y2) in zip(poly, poly[1:] + poly[:1]):
+            if (y1 > py) != (y2 > py) and px < x1 + (py - y1) * (x2 - x1) / (y2 - y1):
+                hit = not hit
+    return hit
+
+
+def test_detail_draws_masked_cells_from_the_mask_not_the_values():
+    w = np.tril(attention(5, 5, seed=4))  # a causal map: exactly 0 above the diagonal
+    w[3, 1] = 0.0  # a learned zero below the diagonal: not masked
+    w /= w.sum(-1, keepdims=True)
+    fig = detail_figure(w, tokens(5), tokens(5), "t", causal=True)
+    (shape,) = fig.layout.shapes
+    assert shape.fillcolor == MASKED_COLOR and shape.showlegend is True and "masked" in shape.name
+    assert shape.layer == "above" and (shape.xref, shape.yref) == ("x", "y")
+    polygons = path_polygons(shape.path)
+    masked = {(i, j) for i in range(5) for j in range(5) if inside(polygons, j, i)}
+    assert masked == {(i, j) for i in range(5) for j in range(5) if j > i}
+    assert fig.layout.showlegend is True
+    # the hover says "masked" on exactly those cells, and the weights themselves are untouched
+    notes = np.asarray(fig.data[0].customdata)[..., 4]
+    assert {(i, j) for i in range(5) for j in range(5) if MASKED_HOVER in notes[i, j]} == masked
+    assert "%{customdata[4]}" in fig.data[0].hovertemplate
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), w)
+
+
+def test_overview_masks_every_tile_with_one_small_path():
+    n_layers, n_heads, n = 2, 3, 4
+    w = np.tril(attention(n_layers, n_heads, n, n, seed=5))
+    w /= w.sum(-1, keepdims=True)
+    fig = overview_figure(w, tokens(n), tokens(n), "", causal=True)
+    assert len(fig.data) == 1  # still one heatmap trace
+    (shape,) = fig.layout.shapes
+    assert shape.showlegend is True and fig.layout.showlegend is True
+    polygons = path_polygons(shape.path)
+    assert len(polygons) == n_layers * n_heads
+    trace = fig.data[0]
+    for (layer, head), _tile in overview_tiles(fig).items():
+        rows = [i for i, y in enumerate(trace.y) if y.startswith(f"L{layer} query ")]
+        cols = [j for j, x in enumerate(trace.x) if x.startswith(f"H{head} key ")]
+        masked = {(qi, kj) for qi, r in enumerate(rows) for kj, c in enumerate(cols) if inside(polygons, c, r)}
+        assert masked == {(qi, kj) for qi in range(n) for kj in range(n) if kj > qi}, (layer, head)
+    assert "masked" in trace.hovertemplate
+    # no shape and no legend for maps that are not masked
+    plain = overview_figure(w, tokens(n), tokens(n), "")
+    assert not plain.layout.shapes and plain.layout.showlegend is None
+
+
+def test_masked_overview_payload_grows_by_the_path_only():
+    q = realistic_tokens(32)
+    w = np.tril(attention(6, 8, 32, 32))
+    w /= w.sum(-1, keepdims=True)
+    plain, masked = (len(overview_figure(w, q, q, "t", causal=c).to_json()) for c in (False, True))
+    assert masked - plain < 25_000, masked - plain  # ~2·T short commands per tile, not a second matrix
+
+
+def test_masking_needs_a_square_map():
+    with pytest.raises(ValueError, match="square"):
+        detail_figure(attention(3, 4), tokens(3), tokens(4), causal=True)
+    with pytest.raises(ValueError, match="square"):
+        overview_figure(attention(1, 1, 3, 4), tokens(3), tokens(4), causal=True)
+
+
+def test_detail_hover_names_the_token_each_row_predicts():
+    fig = detail_figure(attention(3, 3), ["<s>", "\u2581Zwei", "\u2581<b>"], tokens(3), "t",
+                        predicts=["\u2581Zwei", "\u2581<b>", "</s>"])
+    notes = np.asarray(fig.data[0].customdata)[..., 4]
+    assert list(notes[:, 0]) == ["<br>this row predicts: Zwei", "<br>this row predicts: &lt;b&gt;",
+                                 "<br>this row predicts: &lt;/s&gt;"]
+    assert all(notes[1, j] == notes[1, 0] for j in range(3))
+    with pytest.raises(ValueError, match="one token per query row"):
+        detail_figure(attention(3, 3), tokens(3), tokens(3), predicts=["\u2581a"])

@@ -8,6 +8,7 @@ Shape contract (as in BertViz, checked by `check_attention` with clear ValueErro
 Token display (`escape_token`), for raw SentencePiece pieces:
   "▁Haus" -> "Haus"   a piece that starts a word loses its "▁" marker;
   "tür"   -> "·tür"   a piece that continues a word gets a leading middle dot;
+  "."     -> "."      ... unless it is only punctuation (no "·." after "Schnee");
   "▁"     -> "␣"      a lone word marker stays visible;
   "<s>", "</s>", "<unk>" are shown as they are (but escaped, like all text).
   Then control characters become "�", text over `max_len` characters ends in "…", and
@@ -26,6 +27,12 @@ row/column ("L2 query 5: Haus", "H3 key 7: house"); the hover shows those two la
 Hovering a gap cell shows "(gap)" and "weight 101%" (uint8 has no NaN, so plotly cannot skip it).
 Size for 6 × 8 × 32 × 32: ~57k cells = ~76 KB of base64 plus ~10 KB of labels; if long tokens would
 push the labels past a budget, they fall back to positions only ("L2 query 5").
+
+Masked positions (``causal=True``, the decoder's self-attention, §3.1): cell (i, j) with key j after query i
+is drawn from the mask, never from its value (which is exactly 0): one grey path shape over those cells,
+listed in the legend beside the colour bar as "masked". The overview's payload grows by that path only
+(about 2·T short commands per tile); its hover adds one line on what grey means. The detail's hover says
+"masked: −∞ before the softmax" on exactly those cells, and, given ``predicts``, which token each row predicts.
 
 Detail view: float32 z, zmin 0 / zmax 1, tokens at numeric positions with tickvals/ticktext (plotly
 merges repeated category labels), per-cell customdata for the hover "query → key: weight".
@@ -79,6 +86,8 @@ def escape_token(piece: str, max_len: int = 24) -> str:
         text = piece
     elif piece.startswith("\u2581"):
         text = piece[1:] or "\u2423"
+    elif _is_punctuation(piece):  # "." "," "!" '"': read as punctuation, not as half a word
+        text = piece
     else:
         text = "\u00b7" + piece
     text = text.replace("\u2581", " ")
@@ -86,6 +95,11 @@ def escape_token(piece: str, max_len: int = 24) -> str:
     if len(text) > max_len:
         text = text[: max_len - 1] + "\u2026"
     return text.translate(_ENTITIES)
+
+
+def _is_punctuation(piece: str) -> bool:
+    """Only punctuation characters (Unicode categories P*): such a piece gets no continuation dot."""
+    return all(unicodedata.category(ch).startswith("P") for ch in piece)
 
 
 def _is_control(ch: str) -> bool:
@@ -171,6 +185,35 @@ def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
     )
 
 
+MASKED_COLOR = "#9e9e9e"  # mid grey: outside Viridis, readable on light and dark pages
+MASKED_NAME = "masked<br>(−∞ before<br>the softmax)"  # the legend entry, beside the colour bar
+MASKED_HOVER = "masked: −∞ before the softmax (a key after the query)"
+
+
+def _staircase(n: int, x0: float, y0: float) -> str:
+    """The cells above the diagonal (key j > query i) of an n × n map whose cell (0, 0) is centred at (x0, y0),
+    in axis units, as one closed SVG sub-path: along the top edge, down the right edge, then up the stairs."""
+    if n < 2:
+        return ""
+    stairs = "".join(f"H{x0 + i + 0.5:g}V{y0 + i - 0.5:g}" for i in range(n - 2, -1, -1))
+    return f"M{x0 + 0.5:g},{y0 - 0.5:g}H{x0 + n - 0.5:g}V{y0 + n - 1.5:g}{stairs}Z"
+
+
+def _mask_layout(path: str, layout: dict, heatmap: dict) -> None:
+    """Add the masked cells (``path``) as a grey shape with a legend entry below the colour bar."""
+    layout["shapes"] = [dict(type="path", path=path, xref="x", yref="y", fillcolor=MASKED_COLOR, line=dict(width=0),
+                             layer="above", showlegend=True, name=MASKED_NAME)]
+    layout["showlegend"] = True
+    layout["legend"] = dict(x=1.02, xanchor="left", y=0, yanchor="bottom", bgcolor=TRANSPARENT, font=dict(size=10),
+                            itemclick=False, itemdoubleclick=False)
+    heatmap["colorbar"].update(len=0.7, y=1, yanchor="top")
+
+
+def _check_square(w: np.ndarray) -> None:
+    if w.shape[-1] != w.shape[-2]:
+        raise ValueError(f"masked (causal) attention must be square (Q = K), got shape {w.shape}")
+
+
 def _gap_label(i: int) -> str:
     """The i-th label of a cell between tiles: "(gap)" made unique by invisible zero-width spaces."""
     return "(gap)" + "\u200b" * i
@@ -193,22 +236,29 @@ def _overview_labels(
     return x, y
 
 
-def overview_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "") -> go.Figure:
+def overview_figure(
+    weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "", *, causal: bool = False
+) -> go.Figure:
     """All layers × heads of `weights` `(L, H, Q, K)` as one heatmap: rows = layers, columns = heads.
 
     Layer 1 is the top tile row; each tile is labelled "L{l} H{h}" (1-based). One colour scale for all
     tiles; the weights are stored as whole percent (uint8), so they round-trip within 0.005.
+    `causal`: the maps are masked (key j > query i never seen), drawn grey (see the module docstring).
     """
-    return go.Figure(overview_spec(weights, query_tokens, key_tokens, title))
+    return go.Figure(overview_spec(weights, query_tokens, key_tokens, title, causal=causal))
 
 
-def overview_spec(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "") -> dict:
+def overview_spec(
+    weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "", *, causal: bool = False
+) -> dict:
     """`overview_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`.
 
     The app sends this without building a `go.Figure`: plotly's validation of ~2,000 labels and 48
     annotations costs more than the model's whole forward pass.
     """
     w = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
+    if causal:
+        _check_square(w)
     n_layers, n_heads, n_q, n_k = w.shape
     band = max(1, math.ceil(_BAND_PX * n_q / (_ROW_PX - _BAND_PX)))  # blank rows above each tile row
     rows, cols = n_layers * (band + n_q), n_heads * (n_k + 1) - 1
@@ -259,19 +309,24 @@ def overview_spec(weights, query_tokens: Sequence[str], key_tokens: Sequence[str
             constrain="domain",  # square cells
         ),
     )
+    if causal:  # every tile's cells above its diagonal, as one path; category axes take positions as numbers
+        tiles = (_staircase(n_q, head * (n_k + 1), layer * (band + n_q) + band)
+                 for layer in range(n_layers) for head in range(n_heads))
+        _mask_layout("".join(tiles), layout, heatmap)
+        heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("<extra>", "<br>(grey: masked)<extra>")
     return dict(data=[heatmap], layout=layout)
 
 
 def detail_figure(
-    weights2d, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "", **axis_labels: str
+    weights2d, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str = "", **options
 ) -> go.Figure:
     """One attention map `(Q, K)` (one head, or the mean over heads) with the tokens on the axes.
 
     Tokens sit at numeric positions 0..n-1 (tickvals/ticktext), so a repeated word keeps its own
     row/column; rows = query tokens (row 0 on top), columns = key tokens; colour range 0..1.
-    `axis_labels`: `query_label` and `key_label`, the axis titles (see `detail_spec`).
+    `options`: `query_label` and `key_label` (the axis titles), `causal` and `predicts` (see `detail_spec`).
     """
-    return go.Figure(detail_spec(weights2d, query_tokens, key_tokens, title, **axis_labels))
+    return go.Figure(detail_spec(weights2d, query_tokens, key_tokens, title, **options))
 
 
 def detail_spec(
@@ -282,19 +337,31 @@ def detail_spec(
     *,
     query_label: str = "query (attending) token",
     key_label: str = "key (attended) token",
+    causal: bool = False,
+    predicts: Sequence[str] | None = None,
 ) -> dict:
-    """`detail_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`."""
+    """`detail_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`.
+
+    `causal`: cells with key j > query i are masked (grey, hover "masked: −∞ before the softmax").
+    `predicts`: per query row, the token that row predicts (decoder rows, §3.1: row i is fed token i and
+    predicts token i+1), named in the hover.
+    """
     w = check_attention(weights2d, query_tokens, key_tokens, ndim=2)  # (Q, K) float32
+    if causal:
+        _check_square(w)
     n_q, n_k = w.shape
     q_text = [escape_token(t) for t in query_tokens]
     k_text = [escape_token(t) for t in key_tokens]
-    # (Q, K, 4) per cell: query text, key text, query position, key position. With ticktext set,
-    # plotly's %{x}/%{y} would show the tick text, so the positions travel here too.
-    customdata = np.empty((n_q, n_k, 4), dtype=object)
+    notes = _cell_notes(n_q, n_k, causal, predicts)  # (Q, K) extra hover lines, or None
+    # (Q, K, 4) per cell: query text, key text, query position, key position (and the notes, if any). With
+    # ticktext set, plotly's %{x}/%{y} would show the tick text, so the positions travel here too.
+    customdata = np.empty((n_q, n_k, 4 if notes is None else 5), dtype=object)
     customdata[:, :, 0] = np.array(q_text, dtype=object)[:, None]
     customdata[:, :, 1] = np.array(k_text, dtype=object)[None, :]
     customdata[:, :, 2] = np.arange(n_q)[:, None]
     customdata[:, :, 3] = np.arange(n_k)[None, :]
+    if notes is not None:
+        customdata[:, :, 4] = notes
 
     heatmap = dict(
         type="heatmap",
@@ -307,7 +374,8 @@ def detail_spec(
         colorbar=_colorbar([0, 0.25, 0.5, 0.75, 1]),
         customdata=customdata,
         hovertemplate="%{customdata[0]} → %{customdata[1]}: %{z:.3f}"
-        "<br>query %{customdata[2]} → key %{customdata[3]}<extra></extra>",
+        "<br>query %{customdata[2]} → key %{customdata[3]}" + ("" if notes is None else "%{customdata[4]}")
+        + "<extra></extra>",
     )
     cell_px = 28 if max(n_q, n_k) <= 24 else 18
     layout = _base_layout(title, height=int(min(900, max(360, cell_px * n_q + 140))))
@@ -329,4 +397,20 @@ def detail_spec(
             automargin=True,
         ),
     )
+    if causal and n_q > 1:
+        _mask_layout(_staircase(n_q, 0, 0), layout, heatmap)
     return dict(data=[heatmap], layout=layout)
+
+
+def _cell_notes(n_q: int, n_k: int, causal: bool, predicts: Sequence[str] | None) -> np.ndarray | None:
+    """(Q, K) hover lines for the detail: which token the cell's row predicts, and whether the cell is masked."""
+    if not causal and predicts is None:
+        return None
+    notes = np.full((n_q, n_k), "", dtype=object)
+    if predicts is not None:
+        if isinstance(predicts, str) or len(predicts) != n_q:
+            raise ValueError(f"predicts must name one token per query row ({n_q}), got {predicts!r:.80}")
+        notes += np.array([f"<br>this row predicts: {escape_token(t)}" for t in predicts], dtype=object)[:, None]
+    if causal:
+        notes[np.triu_indices(n_q, k=1, m=n_k)] += "<br>" + MASKED_HOVER
+    return notes
