@@ -8,7 +8,7 @@
   ranking_markdown    the shipped ranking's top heads (``assets/head_ranking.json``)
   rollout_plots       raw attention (mean over heads) beside its rollout, for the encoder and for cross-attention
   stats_view, ablation_view   what the tab shows for its choices, from results the model already returned
-All text from the model or the user is escaped (``escape_token`` for tokens, ``md_text`` for Markdown).
+All text from the model or the user is escaped (``escape_token`` for tokens, ``md_escape`` for Markdown).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 from model.analysis import STAT_LABELS, STATS, applies, role_rule_markdown, rollout, sentence_stats, source_relevance
 from viz.heatmaps import COLORSCALE, detail_spec
 from viz.views.attention import overview_plot
+from viz.views.decode_steps import md_escape
 from viz.views.figure import Figure, finish_figure
 from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS, TEXT_COLOR, TRANSPARENT
 
@@ -40,13 +41,6 @@ ROLE_SHORT = {  # cell text; the hover gives the full role
 }
 DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#b2182b"]]  # RdBu
 _CELL_PX, _PANEL_GAP_PX, _TOP_PX = 30, 46, 40
-_MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#+-.!|~<>$"})
-
-
-def md_text(text: str) -> str:
-    """User or model text for Markdown: no markup, links, HTML or maths of its own; one line."""
-    text = " ".join("".join("\ufffd" if ord(c) < 32 or c == "\x7f" else c for c in str(text)).split())
-    return html.escape(text.translate(_MARKDOWN_SPECIALS), quote=False)
 
 
 def check_stat(stat: str) -> str:
@@ -165,9 +159,9 @@ def cell_from_click(n_layers: int, n_heads: int, message: str) -> tuple[str, int
 
 def analysis_markdown(stats: HeadStats, where: str) -> str:
     """The statistics' definitions and the role rule, and how many sentences ``stats`` pools (``where``)."""
-    defs = "\n".join(f"- **{s}**: {md_text(STAT_LABELS[s])}" for s in STATS)
+    defs = "\n".join(f"- **{s}**: {md_escape(STAT_LABELS[s])}" for s in STATS)
     return (
-        f"Statistics of **{md_text(where)}** ({stats.sentences} sentence{'s' * (stats.sentences != 1)}), each the "
+        f"Statistics of **{md_escape(where)}** ({stats.sentences} sentence{'s' * (stats.sentences != 1)}), each the "
         "mean over the rows of a head's map (a row = one query token; weights over the keys it can see):\n\n"
         f"{defs}\n\n*previous*, *self* and *offset* exist for self-attention only, *next* for the encoder only "
         "(the decoder cannot look ahead); *sharpness* is the largest weight on any key but EOS/`<s>`.\n\n"
@@ -196,12 +190,13 @@ def ablation_markdown(result: AblationResult) -> str:
         "",
         "| | every head | without them |",
         "|---|---|---|",
-        f"| this sentence (greedy) | {md_text(result.translation_before)} | {md_text(result.attention.translation)} |",
+        f"| this sentence (greedy) | {md_escape(result.translation_before)} "
+        f"| {md_escape(result.attention.translation)} |",
         f"| sample BLEU ({a.sentences} sentences) | {b.bleu:.2f} | {_delta(a.bleu, b.bleu)} |",
         f"| sample chrF | {b.chrf:.2f} | {_delta(a.chrf, b.chrf)} |",
         "",
-        f"The translation is {changed}. Cased sacreBLEU, greedy decoding; BLEU `{md_text(b.bleu_signature)}`, "
-        f"chrF `{md_text(b.chrf_signature)}`.",
+        f"The translation is {changed}. Cased sacreBLEU, greedy decoding; BLEU `{md_escape(b.bleu_signature)}`, "
+        f"chrF `{md_escape(b.chrf_signature)}`.",
     ])
 
 
@@ -215,7 +210,7 @@ def ranking_markdown(ranking: dict | None, top: int = 10) -> str:
     return "\n".join([
         f"BLEU and chrF the sample ({ranking['sample']['sentences']} sentences, greedy) loses when one head alone is "
         f"switched off; with every head: BLEU {base['bleu']:.2f}, chrF {base['chrf']:.2f}. "
-        f"Rerun with `{md_text(ranking['command'])}`.",
+        f"Rerun with `{md_escape(ranking['command'])}`.",
         "",
         "| rank | head | BLEU lost | chrF lost |",
         "|---|---|---|---|",
