@@ -2,25 +2,26 @@
 
 The view's choices: ``kind`` (one of ``KINDS``), ``layer`` (1..N) and ``head`` (1..h, or ``MEAN`` = 0 for
 the mean of the layer's heads). Everything is drawn from an ``AttentionResult`` the model already returned:
-changing a choice never runs the model. Also the input checks of the plain API (beam, scale).
+changing a choice never runs the model. The checks of every input are ``viz.views.inputs``.
 """
 
 from __future__ import annotations
 
-import math
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from viz.heatmaps import detail_spec, overview_spec
+from viz.views import projector
+from viz.views.context import DECODER_KINDS, export_title, next_tokens, with_export
+from viz.views.exports import ExportFolder
 from viz.views.figure import Figure, finish_figure
+from viz.views.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
+from viz.views.inputs import MEAN, check_beam, check_head, check_kind, check_layer, check_scale  # noqa: F401
 from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.config import TransformerConfig
     from model.inference import AttentionResult
 
-MEAN = 0  # the head selector's "mean over heads"
 KIND_CHOICES = [(label, kind) for kind, label in KIND_LABELS.items()]
 EXAMPLES = [  # captions like the training data, then everyday sentences it has rarely seen
     ["Two dogs are running through the snow."],
@@ -38,53 +39,70 @@ def head_choices(n_heads: int) -> list[tuple[str, int]]:
 
 
 def check_view(cfg: TransformerConfig, kind: str, layer, head=MEAN) -> tuple[str, int, int]:
-    """The view's choices as (kind, layer, head) ints, or a ValueError that says what to choose."""
-    if kind not in KINDS:
-        raise ValueError(f"Unknown attention kind {kind!r}: choose one of {', '.join(KINDS)}.")
-    message = f"Layer must be 1–{cfg.n_layers} and head 0–{cfg.n_heads} (0 = mean over heads)."
-    try:
-        layer, head = int(layer or 1), int(head or 0)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(message) from None
-    if not 1 <= layer <= cfg.n_layers or not 0 <= head <= cfg.n_heads:
-        raise ValueError(message)
-    return kind, layer, head
+    """The view's choices as (kind, layer, head) ints, or a ValueError that says what to choose
+    (see ``viz.views.inputs``: layer 2.5 is an error, head null is the mean)."""
+    return check_kind(kind), check_layer(cfg, layer), check_head(cfg, head)
 
 
-def overview_plot(result: AttentionResult, kind: str) -> Figure:
-    """All layers × heads of one kind, as one heatmap (see ``viz.heatmaps.overview_spec``)."""
+def overview_plot(result: AttentionResult, kind: str, present: bool = False) -> Figure:
+    """All layers × heads of one kind, as one heatmap (see ``viz.heatmaps.overview_spec``); ``present``:
+    for a projector (``viz.views.projector``)."""
     q_tokens, k_tokens = result.tokens(kind)
-    return finish_figure(overview_spec(result.maps(kind), q_tokens, k_tokens), f"{kind}_all_heads")
+    maps = result.maps(kind)  # (L, H, Q, K)
+    spec = projector.fit_overview(overview_spec(maps, q_tokens, k_tokens, causal=kind == "decoder_self"))
+    figure = finish_figure(projector.present_overview(spec) if present else spec, f"{kind}_all_heads")
+    what = f"{KIND_LABELS[kind]} · all {maps.shape[0]} layers (rows) × {maps.shape[1]} heads (columns)"
+    return with_export(figure, export_title(result, what), category_ticks=True)
 
 
-def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: str, filename: str) -> Figure:
+def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: str, filename: str,
+              present: bool = False, colour: str = "fixed", focus: Focus = NO_FOCUS) -> Figure:
     """One head (or the mean of a layer's heads, ``head`` = MEAN) up close, tokens on the axes by position.
 
-    The figure's title is ``title`` followed by the layer and the head ("… · layer 3 · head 5").
+    The figure's title is ``title`` followed by the layer and the head ("… · layer 3 · head 5") and what
+    ``focus`` changed ("· tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.focus``).
+    ``colour`` is its colour scale and ``present`` presentation mode (``viz.views.projector``). Long
+    sentences get thinned, upright tick labels (``viz.views.focus.thin_ticks``).
     """
     maps = result.maps(kind)[layer - 1]  # (H, Q, K)
     weights = maps.mean(axis=0) if head == MEAN else maps[head - 1]  # (Q, K)
     which = f"mean of {maps.shape[0]} heads" if head == MEAN else f"head {head}"
     q_label, k_label = AXIS_LABELS[kind]
-    spec = detail_spec(weights, *result.tokens(kind), f"{title} · layer {layer} · {which}",
-                       query_label=q_label, key_label=k_label)
-    return finish_figure(spec, filename)
+    shown = focus_map(weights, *result.tokens(kind), focus)  # (Q', K'), the whole map unless focused
+    title = " · ".join(filter(None, (title, f"layer {layer}", which, shown.note)))
+    rows = slice(shown.query_start, shown.query_start + len(shown.query_tokens))
+    predicts = next_tokens(result)[rows] if kind in DECODER_KINDS else None
+    spec = detail_spec(shown.weights, shown.query_tokens, shown.key_tokens, title, query_label=q_label,
+                       key_label=k_label, causal=kind == "decoder_self", predicts=predicts,
+                       query_start=shown.query_start, key_start=shown.key_start)
+    projector.colour_scale(spec, colour)
+    spec = projector.present_detail(spec, shown.weights) if present else spec
+    figure = finish_figure(thin_ticks(spec), filename)
+    return with_export(figure, export_title(result, title))
 
 
-def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head) -> Figure | None:
-    """The Attention tab's detail for the view's choices; None before the session has a result."""
+def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,
+                present=False, colour="fixed", first=1, last=None, hide_special=False) -> Figure | None:
+    """The Attention tab's detail for the view's choices; None before the session has a result.
+    ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.focus.check_focus``)."""
     if result is None:
         return None
     kind, layer, head = check_view(cfg, kind, layer, head)
+    colour, present = projector.check_colour(colour or "fixed"), present is True
+    focus = check_focus(first, last, hide_special)
     filename = f"{kind}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}"
-    return head_plot(result, kind, layer, head, KIND_LABELS[kind], filename)
+    return head_plot(result, kind, layer, head, KIND_LABELS[kind], filename, present, colour, focus)
 
 
-def views(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head) -> tuple[Figure | None, ...]:
-    """(overview, detail) for the view's choices, from the session's maps; (None, None) before it has any."""
+def views(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,
+          present=False, colour="fixed", first=1, last=None, hide_special=False) -> tuple[Figure | None, ...]:
+    """(overview, detail) for the view's choices, from the session's maps; (None, None) before it has any.
+    ``present`` (True for presentation mode) and ``colour`` (the close-up's scale): ``viz.views.projector``;
+    ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.focus``)."""
     if result is None:
         return None, None
-    return overview_plot(result, kind), detail_plot(cfg, result, kind, layer, head)
+    detail = detail_plot(cfg, result, kind, layer, head, present, colour, first, last, hide_special)
+    return overview_plot(result, kind, present is True), detail
 
 
 def status_text(result: AttentionResult, device_label: str) -> str:
@@ -108,36 +126,9 @@ def tile_from_click(cfg: TransformerConfig, message: str) -> tuple[int, int] | N
     return layer, head
 
 
-def export_files(result: AttentionResult | None) -> list[str]:
+def export_files(exports: ExportFolder, result: AttentionResult | None) -> list[str]:
     """The session's maps as attention.npz and attention.json (the content of `python -m model.translate`),
-    in a new temporary folder; their paths."""
+    written as one export of ``exports`` (bounded: the oldest exports are removed); their paths."""
     if result is None:
         raise ValueError("Nothing to export yet: visualise a sentence first.")
-    folder = Path(tempfile.mkdtemp(prefix="attention-"))
-    (folder / "attention.npz").write_bytes(result.to_npz_bytes())
-    (folder / "attention.json").write_text(result.to_json(), encoding="utf-8")
-    return [str(folder / "attention.npz"), str(folder / "attention.json")]
-
-
-# ---- the plain API (/translate, /attention)
-def check_beam(beam) -> int:
-    try:
-        beam = int(beam)
-    except (TypeError, ValueError, OverflowError):
-        beam = 0
-    if not 1 <= beam <= 8:
-        raise ValueError("Beam size must be between 1 and 8.")
-    return beam
-
-
-def check_scale(scale) -> float | None:
-    """None (the model's own 1/sqrt(d_k)) or a factor in (0, 100]."""
-    if scale is None:
-        return None
-    try:
-        ok = math.isfinite(scale) and 0 < scale <= 100
-    except TypeError:
-        ok = False
-    if not ok:
-        raise ValueError("scale must be a positive number (the model's own is 1/sqrt(d_k)).")
-    return scale
+    return exports.write({"attention.npz": result.to_npz_bytes(), "attention.json": result.to_json().encode()})

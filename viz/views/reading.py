@@ -1,0 +1,83 @@
+""""How to read this": a short, folded note on every tab, in the app's own words (``HOW_TO_READ[tab_id]``).
+
+Written from the same vocabulary as the figures (``viz.vocab``), so the note and the axes say the same
+thing. Markdown; no user text ever goes in.
+"""
+
+from __future__ import annotations
+
+from viz.vocab import AXIS_LABELS, KIND_LABELS
+
+TITLE = "How to read this"
+
+_ROWS = (
+    "**Rows attend to columns.** Each row is one query token; its colours show how it shares out its "
+    "attention over the columns (the key tokens). Every row adds up to 1."
+)
+_SHIFT = (
+    "**The decoder is one step ahead.** Decoder row *i* is fed token *i* (the first row is fed `<s>`) and "
+    "predicts token *i + 1*: the row labelled *Zwei* is the step that writes *Hunde*. So in the "
+    f"{KIND_LABELS['cross'].lower()} a row usually looks at the English word it is about to translate."
+)
+_COLOURS = (
+    "**Colours.** Dark purple is little weight, yellow is much. *0 – 1* uses one scale for every map, so "
+    "maps can be compared; *0 – largest* stretches the scale to this map's largest weight; *per row* "
+    "stretches every row to its own largest weight (each row then shows where it looks most, however "
+    "spread out it is). The hover always shows the weight itself."
+)
+
+HOW_TO_READ = {
+    "attention": "\n\n".join([
+        _ROWS,
+        "**Three kinds of attention.** "
+        + "; ".join(f"{KIND_LABELS[k]}: rows are the {q}, columns the {c}" for k, (q, c) in AXIS_LABELS.items())
+        + ". The decoder's self-attention is masked: row *i* sees only columns up to *i*.",
+        _SHIFT,
+        "**The overview** shows every layer (rows of tiles, layer 1 on top) and head (columns of tiles) at "
+        "once; click a tile, or use the Layer and Head controls, to see it up close. The chosen tile is "
+        "framed. *mean* averages the layer's heads.",
+        _COLOURS,
+        "**Keyboard.** Tab to the close-up, then ←/→ change the head and ↑/↓ the layer.",
+    ]),
+    "scaling": "\n\n".join([
+        "**The question.** Attention scores are dot products q·k. If q and k have d_k independent parts of "
+        "variance 1, q·k has variance d_k: the larger d_k, the larger the scores.",
+        "**1 · Dot products grow with d_k.** Left, the variance of q·k against d_k; right, the histogram of "
+        "many random q·k at the chosen d_k. Move log₂ d_k and watch it widen; × 1/√d_k brings it back to 1.",
+        "**2 · Large scores saturate the softmax.** Left, one query's weights over the keys at the chosen "
+        "scale; right, against d_k, with and without 1/√d_k: unscaled, the weight piles onto one key and the "
+        "gradients through the softmax shrink.",
+        "**3 · Inside the trained model.** The same slider replaces the model's own 1/√d_k; compare the maps "
+        "as trained (left) with the chosen scale (right). " + _ROWS,
+    ]),
+    "architecture": "\n\n".join([
+        "**Figure 1** is the whole model as the paper draws it: the encoder (left) reads the English "
+        "sentence, the decoder (right) writes the German one, one token at a time. The sizes are this "
+        "model's own; hover a block to see them.",
+        "**The three attention blocks** are the three kinds of attention the Attention tab shows: the "
+        "encoder's self-attention, the decoder's masked self-attention, and the encoder–decoder attention "
+        "(queries from the decoder, keys and values from the encoder). Click one to see its heatmaps.",
+        "**Figure 2**: scaled dot-product attention (left) and multi-head attention (right): h heads, each "
+        "with its own projections, concatenated and projected again.",
+    ]),
+    "model-card": (
+        "What was trained, on which data, for how long, and how well it translates (BLEU on the Multi30k "
+        "test set). The numbers are this model's own, measured when it was trained."
+    ),
+    "inside": "\n\n".join([
+        "**One query, one head, step by step**, on the Attention tab's sentence: (a) the token's vector x is "
+        "projected to its query q and to the keys K and values V of all tokens; (b) each score q·k is scaled, "
+        "masked where the decoder may not look ahead, and turned into weights by the softmax; (c) the head's "
+        "output is the weighted sum of the values; (d) Figure 2 with these numbers.",
+        "**Weights vs contributions**: a large weight on a token whose value vector is small moves the output "
+        "little; the contribution accounts for that.",
+        _SHIFT,
+    ]),
+    "decoding": "\n\n".join([
+        "**Step by step.** At step *t* the decoder has written the tokens so far and predicts the next one; "
+        "the bars are its five most likely next tokens, the chosen one marked.",
+        _SHIFT,
+        "**Lines.** A line joins a query token to a key token; the stronger the weight, the darker the line. "
+        "Hover or click a token to see only its lines.",
+    ]),
+}
