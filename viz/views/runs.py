@@ -2,29 +2,185 @@
 
 ``gpu`` wraps every run (the app passes ``spaces.GPU`` on ZeroGPU hardware, where the GPU exists only
 inside such a call); then the footnote-4 demo computes on the CPU, elsewhere where the model runs.
+
+Memory: every result (attention maps, translations, decoding steps) lives in ONE cache bounded in bytes,
+``self.cache`` (``model.cache.ByteLRU``: ``ATTN_CACHE_MB`` megabytes, default 256), shared by all sessions.
+A session's gr.State keeps only a ``SessionResult`` (the key of its result, a few hundred bytes); the
+app's listener hands the presenters ``SessionResult.get()``, which finds the maps in the cache or computes
+them again if they were evicted (the model is deterministic). Cached values are shared: read-only.
+
+Throughput: calls that arrive together are decoded as one padded batch (``model.batching``;
+``ATTN_BATCH=0`` turns it off). Not under ``gpu`` (ZeroGPU lends the GPU to one call's own thread).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
 
-from model.inference import AttentionResult, Translator
+import numpy as np
+
+from model.ablation import AblationResult, ablate, head_name, parse_heads
+from model.analysis import HeadStats, sample_head_stats
+from model.batching import BatchedTranslator, BatchSettings
+from model.cache import ByteLRU, budget_from_env
+from model.forcing import TokenProbs, token_probs
+from model.inference import AttentionResult, Translator, clean_text
+from model.inside import HeadInside, contribution_maps, inside_head, sentence_of
+from model.steps import DecodeSteps, decode_steps
+
+
+class AttentionKey(NamedTuple):
+    """One ``Translator.attention`` call as the cache knows it: the cleaned sentence, the given target
+    ("" = the model's own translation) and the scale (None = the model's 1/sqrt(d_k))."""
+
+    text: str
+    target: str = ""
+    scale: float | None = None
+
+    @classmethod
+    def of(cls, text: str | None, target: str | None = None, scale: float | None = None) -> AttentionKey:
+        return cls(clean_text(text), clean_text(target), None if scale is None else float(scale))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SessionResult:
+    """What a session's gr.State keeps of its last run: the key of its ``AttentionResult`` and the shared
+    ``Runs`` that hold it (a reference, never a copy). ``get()`` -> the result, recomputed if evicted."""
+
+    key: AttentionKey
+    runs: Runs = dataclasses.field(repr=False)
+
+    def get(self) -> AttentionResult:
+        return self.runs.result(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionResult) and other.key == self.key and other.runs is self.runs
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __deepcopy__(self, memo: dict) -> SessionResult:
+        return self  # immutable; copying it must not copy the model and its cache
+
+
+def read_only(value: Any) -> Any:
+    """``value`` with the numpy arrays among its dataclass fields made read-only (a cached value is shared by
+    every session: a presenter that wrote into it would change what others see)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            arr = getattr(value, f.name)
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+    return value
 
 
 class Runs:
-    def __init__(self, translator: Translator, gpu: Callable | None = None):
+    def __init__(self, translator: Translator, gpu: Callable | None = None, cache: ByteLRU | None = None,
+                 batching: BatchSettings | None = None):
         self.translator, self.cfg = translator, translator.cfg
+        self.cache = ByteLRU(budget_from_env()) if cache is None else cache
+        batching = BatchSettings.from_env() if batching is None else batching
+        self.batched = (BatchedTranslator(translator, batching.max_batch_size, batching.max_wait_s)
+                        if batching.enabled and gpu is None else None)
+        model = self.batched or translator  # the same attention() and translate()
         wrap = gpu or (lambda fn: fn)
 
         @wrap
         def attention(text: str, target: str | None = None, scale: float | None = None) -> AttentionResult:
-            return translator.attention(text, target=target or None, scale=scale)
+            return model.attention(text, target=target or None, scale=scale)
 
         @wrap
         def translate(text: str, beam: int) -> str:
-            return translator.translate(text, beam=beam)
+            return model.translate(text, beam=beam)
 
-        self.attention, self.translate = attention, translate
-        self.trained = functools.lru_cache(maxsize=64)(attention)  # the model as trained, per sentence
+        # The Decoding tab's steps (issue #14): one DecodeSteps per sentence, ~4 MB at 100 tokens a side.
+        @wrap
+        def steps(text: str) -> DecodeSteps:
+            return decode_steps(translator, text)
+
+        # A translation the user gave, token by token (issue #20): one teacher-forced pass over the run's ids.
+        @wrap
+        def probs(result: AttentionResult) -> TokenProbs:
+            return token_probs(translator, result)
+
+        self._attention, self._translate, self._steps, self._probs = attention, translate, steps, probs
+        self._inside, self._contributions = wrap(inside_head), wrap(contribution_maps)  # issue #13, below
+        self._ablate, self._sample_stats = wrap(ablate), wrap(sample_head_stats)  # issue #15, below
         self.toy_device = "cpu" if gpu else translator.device
+
+    def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``'s value, computed once per ``key`` while it stays in the shared byte-bounded cache
+        (concurrent callers of one key share one computation); its arrays are read-only."""
+        return self.cache.get_or_compute(key, lambda: read_only(compute()))
+
+    def result(self, key: AttentionKey | None) -> AttentionResult | None:
+        """The attention run ``key`` names (None for None: a session before its first run)."""
+        if key is None:
+            return None
+        return self.cached(("attention", *key), lambda: self._attention(key.text, key.target or None, key.scale))
+
+    def attention(self, text: str, target: str | None = None, scale: float | None = None) -> AttentionResult:
+        """``Translator.attention(text, target, scale)``, cached."""
+        return self.result(AttentionKey.of(text, target, scale))
+
+    def session(self, text: str, target: str | None = None,
+                scale: float | None = None) -> tuple[SessionResult, AttentionResult]:
+        """This run's result, and what a session's gr.State keeps of it (the key)."""
+        key = AttentionKey.of(text, target, scale)
+        return SessionResult(key, self), self.result(key)
+
+    def trained(self, text: str) -> AttentionResult:
+        """The model as trained (the paper's scale, its own translation), cached per sentence."""
+        return self.attention(text)
+
+    def translate(self, text: str, beam: int) -> str:
+        return self.cached(("translate", clean_text(text), beam), lambda: self._translate(text, beam))
+
+    def steps(self, text: str) -> DecodeSteps:
+        """The Decoding tab's steps for ``text``, cached by the cleaned text, as the model reads it."""
+        text = clean_text(text)
+        return self.cached(("steps", text), lambda: self._steps(text))
+
+    def token_probs(self, result: AttentionResult) -> TokenProbs:
+        """``model.forcing.token_probs`` of a teacher-forced ``result``, cached by its ids and scale."""
+        key = ("token_probs", result.source_text, tuple(result.target_ids), result.scale)
+        return self.cached(key, lambda: self._probs(result))
+
+    # ---------------------------------------- Inside a head (issue #13): on demand, never during /visualise
+    def inside_head(self, result: AttentionResult, kind: str, layer, head, query, factor=None) -> HeadInside:
+        """One head for one query on ``result``'s sentence (``model.inside.inside_head``; ValueErrors for bad
+        choices). No decode: the ids come from the result; the layers run again up to ``layer`` (milliseconds),
+        so it is not cached."""
+        sentence = sentence_of(self.translator, result)
+        return self._inside(self.translator, sentence, None, kind, layer, head, query, factor)
+
+    def contributions(self, result: AttentionResult, kind: str) -> np.ndarray:
+        """(L, H, Q, K) ‖α_j v_j W^O_h‖ normalised per row (the Attention tab's "contributions"), cached per
+        sentence and kind in the shared cache: as many bytes as the weights they stand in for. Read-only."""
+        sentence = sentence_of(self.translator, result)
+
+        def compute() -> np.ndarray:
+            maps = self._contributions(self.translator, sentence, kind)
+            maps.flags.writeable = False
+            return maps
+
+        return self.cached(("contributions", sentence, kind), compute)
+
+    # ---------------------------------------- Head analysis (issue #15): the sample's statistics, ablation
+    def sample_stats(self) -> HeadStats:
+        """The shipped sample's per-head statistics (``model.analysis.sample_head_stats``: read from its file when
+        it was written for these weights, else computed once per model, ~10 s)."""
+        return self._sample_stats(self.translator)
+
+    def ablate(self, text: str, heads, progress=None) -> AblationResult:
+        """``text`` (greedy) and the shipped sample's BLEU/chrF with ``heads`` ("kind:layer:head") switched off
+        for this call only (``model.ablation.ablate``: a per-call head mask; the shared model never changes).
+        Bad names are ValueErrors before any model run. Cached per sentence and set of heads (~as many bytes as
+        the sentence's maps), so drawing another kind of its maps runs nothing; ``progress(fraction, message)``
+        follows the sample's decoding."""
+        names = tuple(head_name(*h) for h in parse_heads(heads, self.cfg.n_layers, self.cfg.n_heads))
+        text = clean_text(text)
+        return self.cached(("ablate", text, names),
+                           lambda: self._ablate(self.translator, text, list(names), progress=progress))

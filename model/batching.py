@@ -1,0 +1,326 @@
+"""Requests that arrive together, decoded as one padded batch (a classroom clicking within a second).
+
+One decoding step of one sentence costs about what a step of sixteen does (the model is small; the time
+goes to Python and dispatch), so the server decodes concurrent requests together:
+
+- ``attention_batch(translator, requests, scale)``: many (text, target) pairs -> one ``AttentionResult``
+  each, the same as ``Translator.attention`` gives for each alone (maps within float rounding, ~1e-6;
+  ``tests/test_batching.py``). Sources are encoded as one padded batch (padded keys get weight 0 through
+  the padding mask); sentences with a given target are decoded in one teacher-forced pass, the others
+  greedily step by step, each row stopping at its own EOS or at its own length limit
+  (``max_output_length`` of its own source, as alone). Each row's maps are cut to its own lengths.
+- ``translate_batch(translator, texts, beam, scale)``: beam search (§6.1) over the padded batch.
+- ``MicroBatcher``: a worker thread that takes the calls waiting (up to ``max_batch_size``, after at most
+  ``max_wait_s`` for more to arrive) and runs them as one batch; ``BatchedTranslator`` puts the two above
+  behind it with ``Translator``'s own signatures. A bad sentence fails its own call only.
+
+Switches (read by ``BatchSettings.from_env``): ``ATTN_BATCH=0`` turns batching off (the bench compares
+both), ``ATTN_MAX_BATCH`` (default 16) and ``ATTN_BATCH_WAIT_MS`` (default 2).
+
+Shapes: B sentences, L layers, H heads, S/T the longest source/decoder length in the batch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model.decode import beam_search, greedy_decode, max_output_length, strip_special
+from model.inference import BOS_PIECE, EOS_PIECE, AttentionResult, Translator, clean_text
+from model.transformer import AttentionMaps, EncoderDecoder
+
+
+# ------------------------------------------------------------------------------------- padded batches
+def _padded(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> torch.Tensor:
+    """Token-id lists -> (B, longest) padded on the right."""
+    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
+    for i, ids in enumerate(rows):
+        out[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return out.to(device)
+
+
+def _per_row(layers: list[torch.Tensor]) -> np.ndarray:
+    """Per-layer (B, H, Q, K) -> (B, L, H, Q, K) float32 numpy."""
+    return torch.stack(layers, dim=1).float().cpu().numpy()
+
+
+def _greedy_steps(
+    model: EncoderDecoder, memory: torch.Tensor, src_mask: torch.Tensor, limits: list[int], scale: float | None
+) -> tuple[list[list[int]], list[int], AttentionMaps]:
+    """Greedy decoding as ``model.decode.greedy_decode`` does it, but row i stops at its own EOS or after
+    ``limits[i]`` steps. -> (output ids per row, steps per row, maps (B, H, T, T) / (B, H, T, S))."""
+    cfg, b, dev = model.cfg, memory.size(0), memory.device
+    limit = torch.tensor(limits, device=dev)
+    state = model.new_state()
+    token = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=dev)
+    finished = torch.zeros(b, dtype=torch.bool, device=dev)
+    out, steps = [], []
+    for step in range(max(limits)):
+        step_maps = AttentionMaps()
+        logits = model.decode(token, memory, src_mask, scale, state, step_maps)  # (B, 1, V)
+        steps.append(step_maps)
+        token = logits[:, -1].argmax(-1, keepdim=True).masked_fill(finished[:, None], cfg.pad_id)  # (B, 1)
+        out.append(token)
+        finished |= (token[:, 0] == cfg.eos_id) | (step + 1 >= limit)
+        if finished.all():
+            break
+    t = len(steps)
+    maps = AttentionMaps()
+    for layer in range(cfg.n_layers):
+        rows = [F.pad(st.decoder_self[layer], (0, t - i - 1)) for i, st in enumerate(steps)]  # (B, H, 1, T)
+        maps.decoder_self.append(torch.cat(rows, dim=2))  # (B, H, T, T)
+        maps.cross.append(torch.cat([st.cross[layer] for st in steps], dim=2))  # (B, H, T, S)
+    ids = torch.cat(out, dim=1).tolist()  # (B, T)
+    n_steps = []
+    for i, row in enumerate(ids):
+        row = row[: limits[i]]
+        n_steps.append(row.index(cfg.eos_id) + 1 if cfg.eos_id in row else len(row))
+    return [strip_special(row[:n], model) for row, n in zip(ids, n_steps)], n_steps, maps
+
+
+@dataclass
+class _Prepared:
+    index: int  # position in the request list
+    text: str
+    src_ids: list[int]  # EOS last
+    tgt_ids: list[int] | None  # EOS last; None = greedy
+    warnings: list[str]
+
+
+def _prepare(translator: Translator, requests: Sequence[tuple[str, str | None]]) -> tuple[list, list[_Prepared]]:
+    """Encode each (text, target) as ``Translator.attention`` does; a bad one becomes its ValueError."""
+    results: list = [None] * len(requests)
+    prepared = []
+    for i, (text, target) in enumerate(requests):
+        warnings: list[str] = []
+        try:
+            text, src_ids = translator._ids(text, "source sentence", warnings)
+            target = clean_text(target)
+            tgt_ids = translator._ids(target, "given translation", warnings)[1] if target else None
+        except ValueError as exc:
+            results[i] = exc
+            continue
+        prepared.append(_Prepared(i, text, src_ids, tgt_ids, warnings))
+    return results, prepared
+
+
+@torch.inference_mode()
+def attention_batch(
+    translator: Translator, requests: Sequence[tuple[str, str | None]], scale: float | None = None
+) -> list[AttentionResult | ValueError]:
+    """``Translator.attention(text, target, scale)`` for every (text, target) at once (see the module
+    docstring); a request whose sentence is bad gets its ValueError in its place instead of a result."""
+    results, rows = _prepare(translator, requests)
+    if not rows:
+        return results
+    model, cfg, dev = translator.model, translator.cfg, translator.device
+    src = _padded([r.src_ids for r in rows], cfg.pad_id, dev)  # (B, S)
+    maps = AttentionMaps()
+    memory, src_mask = model.encode(src, scale, maps)  # (B, S, d_model), (B, 1, 1, S)
+    encoder = _per_row(maps.encoder_self)  # (B, L, H, S, S)
+    forced = [i for i, r in enumerate(rows) if r.tgt_ids is not None]
+    greedy = [i for i, r in enumerate(rows) if r.tgt_ids is None]
+    decoded: dict[int, tuple[list[int], np.ndarray, np.ndarray]] = {}  # row -> (out ids, self, cross)
+
+    def subset(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        s = max(len(rows[i].src_ids) for i in idx)  # padding beyond the subset's longest source is dropped
+        pick = torch.tensor(idx, device=dev)
+        return memory.index_select(0, pick)[:, :s], src_mask.index_select(0, pick)[..., :s]  # (n, s, d), (n, 1, 1, s)
+
+    if forced:
+        mem, mask = subset(forced)
+        tgt_in = _padded([[cfg.bos_id] + rows[i].tgt_ids[:-1] for i in forced], cfg.pad_id, dev)  # (F, T)
+        fmaps = AttentionMaps()
+        model.decode(tgt_in, mem, mask, scale, maps=fmaps)  # causal: a row never sees the padding after it
+        self_w, cross_w = _per_row(fmaps.decoder_self), _per_row(fmaps.cross)
+        for j, i in enumerate(forced):
+            t = len(rows[i].tgt_ids)
+            decoded[i] = (rows[i].tgt_ids[:-1], self_w[j, :, :, :t, :t], cross_w[j, :, :, :t])
+    if greedy:
+        mem, mask = subset(greedy)
+        limits = [max_output_length(len(rows[i].src_ids), model) for i in greedy]
+        outs, n_steps, gmaps = _greedy_steps(model, mem, mask, limits, scale)
+        self_w, cross_w = _per_row(gmaps.decoder_self), _per_row(gmaps.cross)
+        for j, i in enumerate(greedy):
+            t = n_steps[j]
+            decoded[i] = (outs[j], self_w[j, :, :, :t, :t], cross_w[j, :, :, :t])
+    for i, row in enumerate(rows):
+        out_ids, self_w, cross_w = decoded[i]
+        s, t = len(row.src_ids), self_w.shape[-1]
+        results[row.index] = AttentionResult(
+            source_text=row.text,
+            translation=translator.tokenizer.decode(out_ids),
+            source_tokens=translator.tokenizer.pieces(row.src_ids[:-1]) + [EOS_PIECE],
+            target_tokens=([BOS_PIECE] + translator.tokenizer.pieces(out_ids))[:t],
+            encoder_self=encoder[i, :, :, :s, :s].copy(),  # copies: a view would keep the whole batch alive
+            decoder_self=self_w.copy(),
+            cross=cross_w[..., :s].copy(),
+            teacher_forced=row.tgt_ids is not None,
+            scale=float(cfg.scale if scale is None else scale),
+            warnings=row.warnings,
+        )
+    return results
+
+
+@torch.inference_mode()
+def translate_batch(
+    translator: Translator, texts: Sequence[str], beam: int = 4, scale: float | None = None
+) -> list[str | ValueError]:
+    """``Translator.translate(text, beam, scale)`` for every text at once; a bad one gets its ValueError.
+
+    Alone, a sentence's search stops at ``max_output_length`` of its own length; in a padded batch the
+    limit is the longest sentence's. A sentence whose output reaches its own limit (a model that never says
+    EOS) is therefore searched again alone, so that it gets exactly its unbatched answer.
+    """
+    results: list = [None] * len(texts)
+    batch: list[tuple[int, list[int]]] = []
+    for i, text in enumerate(texts):
+        try:
+            batch.append((i, translator._ids(text, "source sentence", [])[1]))
+        except ValueError as exc:
+            results[i] = exc
+    if not batch:
+        return results
+    model = translator.model
+
+    def search(rows: list[list[int]]) -> list[list[int]]:
+        src = _padded(rows, translator.cfg.pad_id, translator.device)
+        if beam > 1:
+            return beam_search(model, src, beam=beam, scale=scale)
+        return greedy_decode(model, src, scale=scale)
+
+    outs = search([ids for _, ids in batch])
+    for (i, ids), out in zip(batch, outs):
+        if len(batch) > 1 and len(out) + 1 >= max_output_length(len(ids), model):
+            out = search([ids])[0]  # it ran into its own length limit: as alone
+        results[i] = translator.tokenizer.decode(out)
+    return results
+
+
+# ------------------------------------------------------------------------------------------ the batcher
+@dataclass(frozen=True)
+class BatchSettings:
+    enabled: bool = True
+    max_batch_size: int = 16
+    max_wait_s: float = 0.002
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> BatchSettings:
+        """``ATTN_BATCH`` (0/false/off = off), ``ATTN_MAX_BATCH``, ``ATTN_BATCH_WAIT_MS``; a bad value is a
+        ValueError naming the variable."""
+        enabled = environ.get("ATTN_BATCH", "1").strip().lower() not in ("0", "false", "off", "no")
+        try:
+            size = int(environ.get("ATTN_MAX_BATCH", cls.max_batch_size))
+            wait_ms = float(environ.get("ATTN_BATCH_WAIT_MS", cls.max_wait_s * 1000))
+        except ValueError as exc:
+            raise ValueError(f"ATTN_MAX_BATCH must be a whole number and ATTN_BATCH_WAIT_MS a number: {exc}") from None
+        if not 1 <= size <= 256 or not 0 <= wait_ms <= 1000:
+            raise ValueError(f"ATTN_MAX_BATCH must be 1..256 and ATTN_BATCH_WAIT_MS 0..1000, got {size}, {wait_ms}")
+        return cls(enabled, size, wait_ms / 1000)
+
+
+class MicroBatcher:
+    """Calls from many threads, run in batches by one worker thread.
+
+    ``run(group, items) -> results`` gets up to ``max_batch_size`` items submitted with the same ``group``
+    (items of different groups are never mixed), oldest first, and returns one result per item; a result
+    that is an exception is raised in its caller only. The worker takes what is waiting, then waits at most
+    ``max_wait_s`` for more of the same group (0: never waits).
+    """
+
+    def __init__(self, run: Callable[[Hashable, list], list], max_batch_size: int = 16, max_wait_s: float = 0.002):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be 1 or more, got {max_batch_size}")
+        self._run, self.max_batch_size, self.max_wait_s = run, max_batch_size, max_wait_s
+        self._queue: deque[tuple[Hashable, Any, Future]] = deque()
+        self._cond = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self.batch_sizes: list[int] = []  # one entry per batch run (for the bench and the tests)
+
+    def submit(self, group: Hashable, item: Any) -> Any:
+        """Run ``item`` in a batch of its ``group``; blocks until its result (or raises its exception)."""
+        future: Future = Future()
+        with self._cond:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._loop, name="micro-batcher", daemon=True)
+                self._worker.start()
+            self._queue.append((group, item, future))
+            self._cond.notify_all()
+        return future.result()
+
+    def _take(self) -> tuple[Hashable, list[tuple[Any, Future]]]:
+        with self._cond:
+            while not self._queue:
+                self._cond.wait()
+            group = self._queue[0][0]
+            deadline = time.monotonic() + self.max_wait_s
+            while True:
+                mine = [entry for entry in self._queue if entry[0] == group][: self.max_batch_size]
+                left = deadline - time.monotonic()
+                if len(mine) >= self.max_batch_size or left <= 0:
+                    break
+                self._cond.wait(left)
+            taken = {id(entry) for entry in mine}
+            self._queue = deque(entry for entry in self._queue if id(entry) not in taken)
+        return group, [(item, future) for _, item, future in mine]
+
+    def _loop(self) -> None:
+        while True:
+            group, batch = self._take()
+            self.batch_sizes.append(len(batch))
+            try:
+                results = self._run(group, [item for item, _ in batch])
+                if len(results) != len(batch):
+                    raise RuntimeError(f"the batch function returned {len(results)} results for {len(batch)} items")
+            except BaseException as exc:  # a bug in the batch: every caller hears of it, the worker lives on
+                results = [exc] * len(batch)
+            for (_, future), result in zip(batch, results):
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+
+class BatchedTranslator:
+    """``Translator.attention`` and ``.translate`` (same arguments), with concurrent calls decoded together.
+
+    A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path.
+    """
+
+    def __init__(self, translator: Translator, max_batch_size: int = 16, max_wait_s: float = 0.002):
+        self.translator = translator
+        self.batcher = MicroBatcher(self._run, max_batch_size, max_wait_s)
+
+    def attention(self, text: str, target: str | None = None, scale: float | None = None,
+                  head_mask=None) -> AttentionResult:
+        if head_mask is not None:
+            return self.translator.attention(text, target, scale, head_mask)
+        return self.batcher.submit(("attention", scale), (text, target))
+
+    def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
+        if head_mask is not None:
+            return self.translator.translate(text, beam, scale, head_mask)
+        return self.batcher.submit(("translate", beam, scale), text)
+
+    def _run(self, group: tuple, items: list) -> list:
+        kind, *args = group
+        if len(items) == 1:  # alone: exactly the unbatched call
+            try:
+                if kind == "attention":
+                    return [self.translator.attention(*items[0], scale=args[0])]
+                return [self.translator.translate(items[0], beam=args[0], scale=args[1])]
+            except ValueError as exc:
+                return [exc]
+        if kind == "attention":
+            return attention_batch(self.translator, items, scale=args[0])
+        return translate_batch(self.translator, items, beam=args[0], scale=args[1])
