@@ -37,21 +37,29 @@ Progress = Callable[[float, str], object]
 
 # ------------------------------------------------------------------------------------------------ head names
 def parse_head(spec, n_layers: int, n_heads: int) -> tuple[str, int, int]:
-    """``"kind:layer:head"`` (1-based) -> (kind, layer, head) 0-based, or a ValueError that says what is wrong."""
+    """``"kind:layer:head"`` (1-based) -> (kind, layer, head) 0-based, or a ValueError that says what is wrong
+    (quoting at most the first 40 characters of what was sent)."""
     if not isinstance(spec, str):
-        raise ValueError(f"a head must be a string {HEAD_FORMAT!r}, got {type(spec).__name__} {spec!r}")
+        raise ValueError(f"a head must be a string {HEAD_FORMAT!r}, got {type(spec).__name__} {_cut(spec)}")
+    shown = _cut(spec)
     parts = spec.strip().split(":")
     example = f"e.g. 'cross:{n_layers}:1'"
     if len(parts) != 3:
-        raise ValueError(f"head {spec!r} is not {HEAD_FORMAT!r} ({example})")
+        raise ValueError(f"head {shown} is not {HEAD_FORMAT!r} ({example})")
     kind, layer, head = (p.strip() for p in parts)
     if kind not in KINDS:
-        raise ValueError(f"head {spec!r}: unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
+        raise ValueError(f"head {shown}: unknown kind {_cut(kind)}; kinds are {', '.join(KINDS)}")
     if not (re.fullmatch(r"[0-9]+", layer) and re.fullmatch(r"[0-9]+", head)):
-        raise ValueError(f"head {spec!r}: layer and head must be whole numbers ({example})")
+        raise ValueError(f"head {shown}: layer and head must be whole numbers ({example})")
     if not (1 <= int(layer) <= n_layers and 1 <= int(head) <= n_heads):
-        raise ValueError(f"head {spec!r}: layers run 1–{n_layers} and heads 1–{n_heads} (1-based)")
+        raise ValueError(f"head {shown}: layers run 1–{n_layers} and heads 1–{n_heads} (1-based)")
     return kind, int(layer) - 1, int(head) - 1
+
+
+def _cut(value, limit: int = 40) -> str:
+    """``value`` as a message quotes it: its repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_heads(specs, n_layers: int, n_heads: int) -> list[tuple[str, int, int]]:
@@ -229,16 +237,16 @@ def ablate(
     sample = sample or load_sample()
     result = translator.attention(text, head_mask=mask)
     before_text = result.translation if mask is None else translator.translate(text, beam=1)
-    before = baseline_score(translator, sample, _part(progress, 0.0, 0.5 if mask is not None else 1.0))
-    after = before if mask is None else score_sample(translator, sample, mask, _part(progress, 0.5, 1.0))
+    before = baseline_score(translator, sample, _part(progress, 0.0, 0.5 if mask is not None else 1.0, "every head"))
+    after = before if mask is None else score_sample(translator, sample, mask, _part(progress, 0.5, 1.0, "heads off"))
     return AblationResult([head_name(*h) for h in heads], before_text, result, before, after)
 
 
-def _part(progress: Progress | None, lo: float, hi: float) -> Progress | None:
-    """A progress callback for the stretch lo..hi of the whole request."""
+def _part(progress: Progress | None, lo: float, hi: float, label: str) -> Progress | None:
+    """A progress callback for the stretch lo..hi of the whole request, its messages headed by ``label``."""
     if progress is None:
         return None
-    return lambda fraction, message: progress(lo + (hi - lo) * fraction, message)
+    return lambda fraction, message: progress(lo + (hi - lo) * fraction, f"{label}: {message}")
 
 
 # --------------------------------------------------------------------------------------------------- ranking

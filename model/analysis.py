@@ -385,15 +385,14 @@ def source_relevance(cross, encoder_rollout) -> np.ndarray:
     return c.mean(axis=1) @ r[-1]  # (L, T, S)
 
 
-def head_stats_json(translator: Translator, text: str, sample: Sample | None = None) -> dict:
-    """The ``/head_stats`` payload: the sentence's greedy translation, its per-head statistics and roles, and the
-    shipped sample's (``sample_head_stats``). Blank text raises ValueError (from ``Translator.attention``)."""
-    result = translator.attention(text)
+def head_stats_payload(result: AttentionResult, sample: HeadStats) -> dict:
+    """The ``/head_stats`` payload: the sentence's translation, its per-head statistics and roles (L × H arrays
+    per kind and statistic), and the sample's (``sample``)."""
     return {
         "source_text": result.source_text,
         "translation": result.translation,
         "source_tokens": result.source_tokens,
         "target_tokens": result.target_tokens,
         "sentence": sentence_stats(result).to_json_dict(),
-        "sample": sample_head_stats(translator, sample).to_json_dict(),
+        "sample": sample.to_json_dict(),
     }

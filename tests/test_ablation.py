@@ -30,7 +30,15 @@ from model.ablation import (
 )
 from model.checkpoint import WEIGHTS_FILE
 from model.inference import ASSETS, KINDS, Translator
-from viz.views.head_analysis import ablation_markdown, ablation_view, ranking_markdown
+from viz.views.head_analysis import (
+    ABLATION_PROMPT,
+    ablation_again,
+    ablation_for,
+    ablation_markdown,
+    ablation_view,
+    ranking_markdown,
+    top_heads,
+)
 
 SOURCES = ("a dog runs in the park.", "the red house.", "a small child plays near the water.", "a man sits.")
 REFS = ("ein hund rennt in dem park.", "dem roter haus.", "ein kleiner kind spielt nahe dem wasser.", "ein mann sitzt.")
@@ -83,6 +91,13 @@ def test_head_names_are_one_based_and_strict():
 def test_bad_head_names_say_what_is_wrong(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_head(spec, 6, 8)
+
+
+def test_a_long_bad_head_is_quoted_short():
+    for spec in ("x" * 3000, "y" * 3000 + ":1:1", ["z"] * 1000):
+        with pytest.raises(ValueError) as caught:
+            parse_head(spec, 6, 8)
+        assert len(str(caught.value)) < 200 and "…" in str(caught.value), str(caught.value)[:300]
 
 
 def test_bad_head_lists_say_what_is_wrong(translator):
@@ -208,6 +223,49 @@ def test_ablation_markdown_escapes_text(translator, sample):
     assert overview["data"][0]["type"] == "heatmap" and "sample BLEU" in text
 
 
+def test_the_overview_marks_the_heads_off_on_their_own_tiles(translator, sample):
+    r = ablate(translator, SOURCES[0], ["cross:2:3", "cross:1:1", "encoder_self:1:2"], sample)
+    _, overview = ablation_view(r, "cross")
+    trace = overview["data"][0]
+    shapes = {s["name"]: s for s in overview["layout"]["shapes"] if str(s.get("name")).endswith(" off")}
+    assert sorted(shapes) == ["L1 H1 off", "L2 H3 off"]  # this kind's heads only
+    box = shapes["L2 H3 off"]
+    inside_x = trace["x"][int(box["x0"] + 0.5): int(box["x1"] + 0.5)]
+    inside_y = trace["y"][int(box["y0"] + 0.5): int(box["y1"] + 0.5)]
+    assert inside_x and all(str(x).startswith("H3 key ") for x in inside_x)
+    assert len(inside_x) == len(r.attention.source_tokens)  # every key column of that head, and nothing else
+    assert inside_y and all(str(y).startswith("L2 query ") for y in inside_y)
+    assert len(inside_y) == len(r.attention.target_tokens)
+    assert off_tiles(ablation_view(r, "encoder_self")[1]) == ["L1 H2 off"]
+    assert off_tiles(ablation_view(r, "decoder_self")[1]) == []  # its masked cells are drawn, no head is off
+    with pytest.raises(ValueError, match="Unknown kind"):
+        ablation_view(r, "both")
+
+
+def off_tiles(overview: dict) -> list[str]:
+    return [s["name"] for s in overview["layout"].get("shapes", []) if str(s.get("name")).endswith(" off")]
+
+
+def test_the_tabs_ablation_takes_the_sessions_sentence_and_keeps_only_its_key(translator, sample):
+    calls = []
+
+    def runs_ablate(text, heads, progress=None):  # what the app passes: Runs.ablate, cached there
+        calls.append((text, list(heads), progress))
+        return ablate(translator, text, heads, sample, progress=progress)
+
+    result = translator.attention(SOURCES[3])
+    with pytest.raises(ValueError, match="Attention tab first"):
+        ablation_for(runs_ablate, None, ["cross:1:1"], "cross")
+    text, overview, last = ablation_for(runs_ablate, result, ["cross:1:1"], "cross", progress=print)
+    assert calls == [(SOURCES[3], ["cross:1:1"], print)] and last == (SOURCES[3], ("cross:1:1",))
+    assert "`cross:1:1`" in text and off_tiles(overview) == ["L1 H1 off"]
+    _, again = ablation_again(runs_ablate, last, "decoder_self")
+    assert calls[-1] == (SOURCES[3], ["cross:1:1"], None) and off_tiles(again) == []
+    assert ablation_again(runs_ablate, None, "cross") == (ABLATION_PROMPT, None)
+    ranking = {"heads": [{"head": f"cross:1:{h}"} for h in range(1, 5)]}
+    assert top_heads(ranking, 3) == ["cross:1:1", "cross:1:2", "cross:1:3"] and top_heads(None) == []
+
+
 # --------------------------------------------------------------------------------------------------- ranking CLI
 def test_rank_heads_cli_writes_a_reproducible_ranking(tiny_model_dir, tmp_path):
     folder = tmp_path / "sample"
@@ -233,6 +291,18 @@ def test_rank_heads_cli_writes_a_reproducible_ranking(tiny_model_dir, tmp_path):
     assert top["bleu"] == round(again.bleu, 2) and top["chrf_loss"] == round(base.chrf - again.chrf, 2)
     assert json.loads(stats.read_text())["sentences"] == 3
     assert "BLEU lost" in ranking_markdown(record)
+
+
+def test_the_ranking_text_says_what_its_numbers_are():
+    record = {"command": "python -m model.rank_heads", "sample": {"sentences": 3}, "baseline": {"bleu": 30, "chrf": 50},
+              "heads": [{"head": "cross:1:2", "bleu_loss": 1.25, "chrf_loss": 0.5},
+                        {"head": "cross:1:1", "bleu_loss": -0.75, "chrf_loss": -0.25},
+                        {"head": "encoder_self:1:1", "bleu_loss": 0.0, "chrf_loss": 0.0}]}
+    text = ranking_markdown(record, top=2)
+    assert "BLEU 30.00, chrF 50.00" in text and "largest loss is 1.25 BLEU" in text
+    assert "1 of 3 heads *raise* BLEU when off (up to 0.75)" in text and "`python -m model.rank_heads`" in text
+    assert "| 1 | `cross:1:2` | +1.25 | +0.50 |" in text and "| 2 | `cross:1:1` | -0.75 | -0.25 |" in text
+    assert "encoder_self:1:1" not in text and "\\" not in text
 
 
 def test_rank_heads_cli_refuses_bad_input(tiny_model_dir, tmp_path, capsys):

@@ -18,7 +18,7 @@ from model.analysis import (
     HeadStats,
     RoleThresholds,
     batch_attention,
-    head_stats_json,
+    head_stats_payload,
     is_punctuation,
     role_of,
     role_rule_markdown,
@@ -219,13 +219,13 @@ def test_sample_stats_pool_the_sentences_and_the_file_is_used_only_for_its_weigh
 
 def test_head_stats_payload(translator):
     sample = Sample(tuple(SENTENCES[1:]), ("x",) * 2, "tiny[1:]")
-    out = json.loads(json.dumps(head_stats_json(translator, SENTENCES[0], sample)))
+    result = translator.attention(SENTENCES[0])
+    out = json.loads(json.dumps(head_stats_payload(result, sample_head_stats(translator, sample))))
     expected = sentence_stats(translator.attention(SENTENCES[0])).to_json_dict()
     assert out["sentence"] == json.loads(json.dumps(expected))
     assert out["sample"]["sentences"] == 2 and out["source_tokens"][-1] == "</s>"
+    assert out["translation"] == result.translation
     assert len(out["sentence"]["stats"]["cross"]["sharpness"]) == translator.cfg.n_layers
-    with pytest.raises(ValueError, match="empty"):
-        head_stats_json(translator, "   ", sample)
 
 
 # --------------------------------------------------------------------------------------------------- presenters
@@ -253,14 +253,14 @@ def test_stats_view_draws_the_sentence_or_the_sample(translator):
         calls.append(1)
         return sentence_stats(translator.attention(SENTENCES[0]))
 
-    grid, text = stats_view(r, sample, "sentence", "eos")
+    grid, text = stats_view(sample, r, "sentence", "eos")
     np.testing.assert_allclose(plotly_z(grid, 2), sentence_stats(r).mean("cross", "eos"), rtol=1e-6)
     assert "this sentence" in text and not calls
-    grid, text = stats_view(r, sample, "sample", "eos")
+    grid, text = stats_view(sample, r, "sample", "eos")
     assert calls and "shipped sample" in text
-    assert stats_view(None, sample, "sentence", "eos") == (None, "Translate a sentence on the Attention tab first.")
+    assert stats_view(sample, None, "sentence", "eos") == (None, "Translate a sentence on the Attention tab first.")
     with pytest.raises(ValueError, match="Unknown scope"):
-        stats_view(r, sample, "corpus", "eos")
+        stats_view(sample, r, "corpus", "eos")
 
 
 def test_cell_click_message():
@@ -278,6 +278,7 @@ def test_rollout_plots_show_raw_and_rolled_out_maps(translator):
     np.testing.assert_allclose(plotly_z(cross_roll), source_relevance(r.cross, rollout(r.encoder_self))[1], atol=1e-6)
     with pytest.raises(ValueError, match="Layer must be"):
         rollout_plots(r, 9)
+    assert rollout_plots(None, 1) == (None,) * 4
 
 
 def plotly_z(fig: dict, trace: int = 0) -> np.ndarray:

@@ -8,6 +8,7 @@
   ranking_markdown    the shipped ranking's top heads (``assets/head_ranking.json``)
   rollout_plots       raw attention (mean over heads) beside its rollout, for the encoder and for cross-attention
   stats_view, ablation_view   what the tab shows for its choices, from results the model already returned
+  ablation_for, ablation_again  the tab's ablation of the session's sentence, and its maps of another kind
 All text from the model or the user is escaped (``escape_token`` for tokens, ``md_escape`` for Markdown).
 """
 
@@ -15,13 +16,14 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from model.analysis import STAT_LABELS, STATS, applies, role_rule_markdown, rollout, sentence_stats, source_relevance
-from viz.heatmaps import COLORSCALE, detail_spec
+from viz.heatmaps import COLORSCALE, HEAD_LABEL, LAYER_LABEL, detail_spec
 from viz.views.attention import overview_plot
 from viz.views.decode_steps import md_escape
 from viz.views.figure import Figure, finish_figure
@@ -32,6 +34,20 @@ if TYPE_CHECKING:
     from model.analysis import HeadStats
     from model.inference import AttentionResult
 
+INTRO = (
+    "Which of the heads matter, and what do they do? A grid per kind of attention colours every head by one "
+    "statistic of its maps and names its role (the rule is beside the grid); **click a cell** to open that "
+    "head on the Attention tab. Then switch heads off — for your request only, the shared model never changes — "
+    "and see what this sentence and the shipped sample lose; last, raw attention beside its rollout."
+)
+ROLLOUT_NOTE = (
+    "**Raw attention vs rollout** (Abnar & Zuidema 2020). Raw: one layer's map, the mean of its heads. Rollout: "
+    "each layer's mean map mixed with the residual connection (0.5·A + 0.5·I, rows renormalised) and multiplied "
+    "through the layers below, so a row shows how much of each *input* token reaches that position. Below, the "
+    "decoder's cross-attention composed with the encoder's top rollout: input tokens behind each output token. "
+    "Raw maps of upper layers can mislead; rollout is a better guide to what flowed where."
+)
+ABLATION_PROMPT = "Pick heads (or the ranking's top five) and press the button: the sample takes a few seconds."
 STAT_CHOICES = [(STAT_LABELS[s], s) for s in STATS]
 SCOPES = {"sentence": "this sentence", "sample": "the shipped sample (the first 200 pairs of Multi30k val)"}
 SCOPE_CHOICES = [("This sentence", "sentence"), ("Sample (200 val sentences)", "sample")]
@@ -41,6 +57,7 @@ ROLE_SHORT = {  # cell text; the hover gives the full role
 }
 DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#b2182b"]]  # RdBu
 _CELL_PX, _PANEL_GAP_PX, _TOP_PX = 30, 46, 40
+OFF_COLOUR = "#ff2d55"  # a switched-off head's tile (the page frames the chosen tile in the same colour)
 
 
 def check_stat(stat: str) -> str:
@@ -128,7 +145,7 @@ def stats_grid_plot(stats: HeadStats, stat: str, title: str = "") -> Figure:
 
 
 def stats_view(
-    result: AttentionResult | None, sample_stats: Callable[[], HeadStats], scope: str, stat: str
+    sample_stats: Callable[[], HeadStats], result: AttentionResult | None, scope: str, stat: str
 ) -> tuple[Figure | None, str]:
     """(grid, Markdown) for the view's choices: the session's sentence (``result``, no model run) or the sample
     (``sample_stats()``, read from its file or computed once)."""
@@ -159,7 +176,7 @@ def cell_from_click(n_layers: int, n_heads: int, message: str) -> tuple[str, int
 
 def analysis_markdown(stats: HeadStats, where: str) -> str:
     """The statistics' definitions and the role rule, and how many sentences ``stats`` pools (``where``)."""
-    defs = "\n".join(f"- **{s}**: {md_escape(STAT_LABELS[s])}" for s in STATS)
+    defs = "\n".join(f"- **{s}**: {md_escape(STAT_LABELS[s].removeprefix(f'{s}: '))}" for s in STATS)
     return (
         f"Statistics of **{md_escape(where)}** ({stats.sentences} sentence{'s' * (stats.sentences != 1)}), each the "
         "mean over the rows of a head's map (a row = one query token; weights over the keys it can see):\n\n"
@@ -176,8 +193,57 @@ def _delta(after: float, before: float) -> str:
 
 
 def ablation_view(result: AblationResult, kind: str) -> tuple[str, Figure]:
-    """(Markdown, overview of ``kind``'s maps for the sentence with the heads off)."""
-    return ablation_markdown(result), overview_plot(result.attention, kind)
+    """(Markdown, overview of ``kind``'s maps for the sentence with the heads off; their tiles marked "off")."""
+    if kind not in KINDS:
+        raise ValueError(f"Unknown kind {kind!r}: choose one of {', '.join(KINDS)}.")
+    figure = overview_plot(result.attention, kind)
+    off = [tuple(int(n) for n in h.split(":")[1:]) for h in result.heads_off if h.split(":")[0] == kind]
+    _mark_off(figure, off)
+    return ablation_markdown(result), figure
+
+
+def _mark_off(figure: Figure, off: list[tuple[int, int]]) -> None:
+    """Shade the overview's tiles of the switched-off (layer, head)s (1-based) and write "off" on them; the tiles
+    are found by the overview's own row and column labels (``LAYER_LABEL``, ``HEAD_LABEL``), as the page does."""
+    trace = next(t for t in figure["data"] if t.get("type") == "heatmap")
+
+    def span(labels, pattern: str, n: int) -> tuple[float, float]:  # category axis: a label's index is its place
+        at = [i for i, label in enumerate(labels) if (m := re.match(pattern, str(label))) and int(m.group(1)) == n]
+        return at[0] - 0.5, at[-1] + 0.5
+
+    layout = figure["layout"]
+    for layer, head in off:
+        (x0, x1), (y0, y1) = span(trace["x"], HEAD_LABEL, head), span(trace["y"], LAYER_LABEL, layer)
+        layout.setdefault("shapes", []).append(dict(
+            type="rect", name=f"L{layer} H{head} off", xref="x", yref="y", x0=x0, x1=x1, y0=y0, y1=y1,
+            fillcolor="rgba(0,0,0,0.55)", line=dict(color=OFF_COLOUR, width=2), layer="above"))
+        layout.setdefault("annotations", []).append(dict(
+            text="off", xref="x", yref="y", x=(x0 + x1) / 2, y=(y0 + y1) / 2, showarrow=False,
+            font=dict(color="#ffffff", size=11)))
+
+
+def ablation_for(ablate: Callable, result: AttentionResult | None, heads, kind: str,
+                 progress: Callable | None = None) -> tuple[str, Figure, tuple[str, tuple[str, ...]]]:
+    """The tab's ablation: the session's sentence (``result.source_text``, greedy) with ``heads`` off, through
+    ``ablate(text, heads, progress=...)`` (the app's cached ``Runs.ablate``). -> (Markdown, overview of ``kind``,
+    what a session keeps to draw another kind: (text, heads off))."""
+    if result is None:
+        raise ValueError("Translate a sentence on the Attention tab first.")
+    ablated = ablate(result.source_text, heads, progress=progress)
+    return (*ablation_view(ablated, kind), (result.source_text, tuple(ablated.heads_off)))
+
+
+def ablation_again(ablate: Callable, last: tuple | None, kind: str) -> tuple[str, Figure | None]:
+    """The last ablation (``last`` from ``ablation_for``) drawn for another ``kind`` (cached: no model run)."""
+    if not last:
+        return ABLATION_PROMPT, None
+    text, heads = last
+    return ablation_view(ablate(text, list(heads)), kind)
+
+
+def top_heads(ranking: dict | None, n: int = 5) -> list[str]:
+    """The ``n`` heads whose loss costs the shipped sample the most BLEU (none without a ranking)."""
+    return [row["head"] for row in (ranking or {}).get("heads", [])[:n]]
 
 
 def ablation_markdown(result: AblationResult) -> str:
@@ -195,22 +261,30 @@ def ablation_markdown(result: AblationResult) -> str:
         f"| sample BLEU ({a.sentences} sentences) | {b.bleu:.2f} | {_delta(a.bleu, b.bleu)} |",
         f"| sample chrF | {b.chrf:.2f} | {_delta(a.chrf, b.chrf)} |",
         "",
-        f"The translation is {changed}. Cased sacreBLEU, greedy decoding; BLEU `{md_escape(b.bleu_signature)}`, "
-        f"chrF `{md_escape(b.chrf_signature)}`.",
+        f"The translation is {changed}. Cased sacreBLEU, greedy decoding; BLEU {_code(b.bleu_signature)}, "
+        f"chrF {_code(b.chrf_signature)}.",
     ])
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span (shown as it is: no escapes; backticks and control characters go)."""
+    return "`" + "".join(c for c in str(text) if c != "`" and ord(c) >= 32) + "`"
 
 
 def ranking_markdown(ranking: dict | None, top: int = 10) -> str:
     """The ``top`` heads whose loss costs the sample the most BLEU, from the shipped ranking."""
     if not ranking:
         return "No head ranking was shipped: run `python -m model.rank_heads`."
-    rows = [f"| {i + 1} | `{r['head']}` | {r['bleu_loss']:+.2f} | {r['chrf_loss']:+.2f} |"
+    rows = [f"| {i + 1} | {_code(r['head'])} | {r['bleu_loss']:+.2f} | {r['chrf_loss']:+.2f} |"
             for i, r in enumerate(ranking["heads"][:top])]
-    base = ranking["baseline"]
+    base, losses = ranking["baseline"], [r["bleu_loss"] for r in ranking["heads"]]
     return "\n".join([
-        f"BLEU and chrF the sample ({ranking['sample']['sentences']} sentences, greedy) loses when one head alone is "
-        f"switched off; with every head: BLEU {base['bleu']:.2f}, chrF {base['chrf']:.2f}. "
-        f"Rerun with `{md_escape(ranking['command'])}`.",
+        f"**The shipped ranking.** BLEU and chrF the sample ({ranking['sample']['sentences']} sentences, greedy) "
+        f"loses when one head alone is switched off; with every head: BLEU {base['bleu']:.2f}, chrF "
+        f"{base['chrf']:.2f}. No single head matters much: the largest loss is {max(losses):.2f} BLEU, and "
+        f"{sum(x < 0 for x in losses)} of {len(losses)} heads *raise* BLEU when off (up to {-min(losses):.2f}) — "
+        f"on {ranking['sample']['sentences']} sentences, differences this small are mostly noise. "
+        f"Written by {_code(ranking['command'])}.",
         "",
         "| rank | head | BLEU lost | chrF lost |",
         "|---|---|---|---|",
@@ -219,12 +293,15 @@ def ranking_markdown(ranking: dict | None, top: int = 10) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- rollout
-def rollout_plots(result: AttentionResult, layer) -> tuple[dict, dict, dict, dict]:
-    """(encoder raw, encoder rollout, cross raw, cross through the encoder rollout) at ``layer`` (1..N).
+def rollout_plots(result: AttentionResult | None, layer) -> tuple[Figure | None, ...]:
+    """(encoder raw, encoder rollout, cross raw, cross through the encoder rollout) at ``layer`` (1..N); four
+    Nones before the session has a result.
 
     Raw = the mean of the layer's heads; rollout as ``model.analysis.rollout`` / ``source_relevance``. Each map
     is coloured from 0 to its own largest weight (the title says which).
     """
+    if result is None:
+        return (None,) * 4
     n_layers = result.encoder_self.shape[0]
     try:
         layer = int(layer)
