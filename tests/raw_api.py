@@ -46,9 +46,9 @@ def valid(param: dict, text: str):
     return text if param["type"].get("type") == "string" else param["example_input"]
 
 
-def arguments(params: list[dict], text: str, **given) -> list:
+def arguments(params: list[dict], sentence: str, /, **given) -> list:
     """Valid arguments (``valid``), some replaced by parameter name (a trailing "_" does not count)."""
-    values = {p["parameter_name"].rstrip("_"): valid(p, text) for p in params}
+    values = {p["parameter_name"].rstrip("_"): valid(p, sentence) for p in params}
     assert set(given) <= set(values), sorted(values)
     return list((values | given).values())
 

@@ -1,0 +1,104 @@
+"""A 100-token sentence in Chromium (issue #16 item 7): the close-up's tick labels never overlap, measured on the
+drawn SVG text (bounding boxes), on a wide screen and on a phone; focusing on tokens 41–60 with <s>/</s> hidden
+shows every label of the window and says so in the title. Screenshots land in screenshots/ (look at them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from browser_util import CHROMIUM, CHROMIUM_ARGS
+from playwright.sync_api import Browser, Page, sync_playwright
+from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, Watch, open_app, server, source_tokens  # noqa: F401
+
+from bench.common import SENTENCES
+
+LONG = " ".join(SENTENCES)  # ~140 words: cut to the model's 100 tokens (with a warning)
+SUBTITLE = f"(id) => ({GD})(id)?.layout?.title?.subtitle?.text || ''"  # what the close-up's focus leaves out
+# Tick labels of one plot as drawn: their count and how many pairs overlap (boxes intersecting by > 1 px).
+LABELS = """(id) => {
+    const boxes = (sel) => [...document.querySelectorAll(`#${id} ${sel}`)]
+        .map((e) => e.getBoundingClientRect()).filter((r) => r.width > 0 && r.height > 0);
+    const overlaps = (rs) => {
+        let n = 0;
+        for (let i = 0; i < rs.length; i++) for (let j = i + 1; j < rs.length; j++) {
+            const a = rs[i], b = rs[j];
+            if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) n++;
+        }
+        return n;
+    };
+    const x = boxes('.xtick text'), y = boxes('.ytick text');
+    return {x: x.length, y: y.length, xOverlaps: overlaps(x), yOverlaps: overlaps(y)};
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def new_page(browser: Browser, width: int, height: int) -> tuple[Page, Watch]:
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    return page, Watch(page)
+
+
+def run_long_sentence(page: Page, url: str) -> None:
+    open_app(page, url)
+    page.fill("#source textarea", LONG)
+    page.click("#run")
+    page.wait_for_function("() => /100 source tokens/.test(document.querySelector('#status').textContent)")
+    page.wait_for_function("() => document.querySelectorAll('#detail .xtick text').length > 0")
+    settle(page)
+
+
+def settle(page: Page) -> None:
+    """Fonts loaded and two frames drawn (Gradio resizes a plot after drawing it)."""
+    page.wait_for_timeout(500)
+    page.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => "
+                  "requestAnimationFrame(r))))")
+
+
+def shoot(page: Page, name: str) -> None:
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"long-{name}.png"), full_page=True)
+    page.locator("#detail").screenshot(path=str(SHOTS / f"long-{name}-closeup.png"))
+
+
+@pytest.mark.parametrize("width, height", [(1400, 1000), (430, 932)], ids=["wide", "phone"])
+def test_a_100_token_close_up_has_no_overlapping_labels(browser: Browser, server: str, width: int, height: int):  # noqa: F811
+    page, watch = new_page(browser, width, height)
+    run_long_sentence(page, server)
+    assert source_tokens(page) == 100
+    labels = page.evaluate(LABELS, "detail")
+    shoot(page, f"100-tokens-{width}px")
+    assert labels["xOverlaps"] == 0 and labels["yOverlaps"] == 0, labels
+    assert labels["x"] >= 8 and labels["y"] >= 15, labels  # thinned, not emptied
+    page.context.close()
+    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+
+
+def test_focus_on_tokens_41_to_60_without_special_tokens(browser: Browser, server: str):  # noqa: F811
+    page, watch = new_page(browser, 1400, 1000)
+    run_long_sentence(page, server)
+    page.locator("#kind input[value='encoder_self']").check()  # 100 source tokens on both axes
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder self-attention')")
+    page.get_by_text("Long sentence? Focus the close-up").click()
+    for elem_id, value in (("focus-first", "41"), ("focus-last", "60")):
+        number = page.locator(f"#{elem_id} input[type=number]")
+        number.fill(value)
+        number.press("Enter")
+    page.wait_for_function(f"() => ({SUBTITLE})('detail').includes('tokens 41–60')")
+    page.locator("#hide-special input[type=checkbox]").check()
+    page.wait_for_function(f"() => ({SUBTITLE})('detail').includes('hidden, rows renormalised')")
+    settle(page)
+    labels = page.evaluate(LABELS, "detail")
+    shoot(page, "focus-41-60")
+    assert labels == {"x": 20, "y": 20, "xOverlaps": 0, "yOverlaps": 0}, labels
+    page.context.close()
+    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)

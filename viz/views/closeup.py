@@ -1,0 +1,57 @@
+"""The Attention tab's figures with the close-up's focus, for either measure (weights or contributions).
+
+The same as ``viz.views.contributions``' ``views`` / ``detail_plot`` / ``toggled``, with three more choices
+at the end: ``first`` and ``last`` (the token range the close-up shows) and ``hide_special`` (drop <s> and
+</s>, rows renormalised) — see ``viz.views.focus``. The overview always shows every token.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from viz.views import attention
+from viz.views import contributions as measures
+from viz.views.figure import Figure
+from viz.views.focus import check_focus
+
+if TYPE_CHECKING:
+    from model.config import TransformerConfig
+    from model.inference import AttentionResult
+
+
+def views(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
+          layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
+          hide_special=False) -> tuple[Figure | None, Figure | None]:
+    """(overview, close-up) of the weights or of the contributions, the close-up focused."""
+    check_focus(first, last, hide_special)  # before any model run
+    if result is None:
+        return None, None
+    measure = measures.check_measure(measure)
+    kind, layer, head = attention.check_view(cfg, kind, layer, head)
+    shown = measures.measured(contributions, result, kind, measure)
+    overview, detail = attention.views(cfg, shown, kind, layer, head, present, colour, first, last, hide_special)
+    return measures.relabel(overview, measure), measures.relabel(detail, measure)
+
+
+def detail_plot(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None,
+                kind, layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
+                hide_special=False) -> Figure | None:
+    """The close-up of the weights or of the contributions, focused."""
+    check_focus(first, last, hide_special)
+    if result is None:
+        return None
+    measure = measures.check_measure(measure)
+    kind, layer, head = attention.check_view(cfg, kind, layer, head)
+    shown = measures.measured(contributions, result, kind, measure)
+    figure = attention.detail_plot(cfg, shown, kind, layer, head, present, colour, first, last, hide_special)
+    return measures.relabel(figure, measure)
+
+
+def toggled(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
+            layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
+            hide_special=False) -> tuple[Figure | None, Figure | None, str]:
+    """The weights/contributions toggle: both figures redrawn, and the choice for the session to keep."""
+    measure = measures.check_measure(measure)
+    figures = views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last,
+                    hide_special)
+    return (*figures, measure)
