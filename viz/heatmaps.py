@@ -339,12 +339,18 @@ def detail_spec(
     key_label: str = "key (attended) token",
     causal: bool = False,
     predicts: Sequence[str] | None = None,
+    query_start: int = 0,
+    key_start: int = 0,
+    subtitle: str = "",
 ) -> dict:
     """`detail_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`.
 
     `causal`: cells with key j > query i are masked (grey, hover "masked: −∞ before the softmax").
     `predicts`: per query row, the token that row predicts (decoder rows, §3.1: row i is fed token i and
     predicts token i+1), named in the hover.
+    `query_start`, `key_start`: the sentence positions of the first row and column (a window of a longer
+    map, ``viz.views.focus``): rows and columns sit at their own positions, on the axes and in the hover.
+    `subtitle`: a second, smaller title line (what a focused map leaves out).
     """
     w = check_attention(weights2d, query_tokens, key_tokens, ndim=2)  # (Q, K) float32
     if causal:
@@ -358,16 +364,17 @@ def detail_spec(
     customdata = np.empty((n_q, n_k, 4 if notes is None else 5), dtype=object)
     customdata[:, :, 0] = np.array(q_text, dtype=object)[:, None]
     customdata[:, :, 1] = np.array(k_text, dtype=object)[None, :]
-    customdata[:, :, 2] = np.arange(n_q)[:, None]
-    customdata[:, :, 3] = np.arange(n_k)[None, :]
+    q_pos, k_pos = np.arange(query_start, query_start + n_q), np.arange(key_start, key_start + n_k)
+    customdata[:, :, 2] = q_pos[:, None]
+    customdata[:, :, 3] = k_pos[None, :]
     if notes is not None:
         customdata[:, :, 4] = notes
 
     heatmap = dict(
         type="heatmap",
         z=w,
-        x=np.arange(n_k),
-        y=np.arange(n_q),
+        x=k_pos,
+        y=q_pos,
         zmin=0,
         zmax=1,
         colorscale=[list(stop) for stop in COLORSCALE],
@@ -383,22 +390,25 @@ def detail_spec(
         xaxis=_clean_axis(
             title=dict(text=_escape_text(key_label)),
             tickmode="array",
-            tickvals=list(range(n_k)),
+            tickvals=k_pos.tolist(),
             ticktext=k_text,
-            range=[-0.5, n_k - 0.5],
+            range=[key_start - 0.5, key_start + n_k - 0.5],
             automargin=True,
         ),
         yaxis=_clean_axis(
             title=dict(text=_escape_text(query_label)),
             tickmode="array",
-            tickvals=list(range(n_q)),
+            tickvals=q_pos.tolist(),
             ticktext=q_text,
-            range=[n_q - 0.5, -0.5],  # reversed: row 0 on top
+            range=[query_start + n_q - 0.5, query_start - 0.5],  # reversed: the first row on top
             automargin=True,
         ),
     )
     if causal and n_q > 1:
-        _mask_layout(_staircase(n_q, 0, 0), layout, heatmap)
+        _mask_layout(_staircase(n_q, key_start, query_start), layout, heatmap)
+    if subtitle:
+        layout["title"]["subtitle"] = dict(text=_escape_text(subtitle), font=dict(size=12))
+        layout["margin"]["t"] += 22
     return dict(data=[heatmap], layout=layout)
 
 

@@ -59,8 +59,8 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
               present: bool = False, colour: str = "fixed", focus: Focus = NO_FOCUS) -> Figure:
     """One head (or the mean of a layer's heads, ``head`` = MEAN) up close, tokens on the axes by position.
 
-    The figure's title is ``title`` followed by the layer and the head ("… · layer 3 · head 5") and what
-    ``focus`` changed ("· tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.focus``).
+    The figure's title is ``title`` followed by the layer and the head ("… · layer 3 · head 5"), its subtitle
+    what ``focus`` changed ("tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.focus``).
     ``colour`` is its colour scale and ``present`` presentation mode (``viz.views.projector``). Long
     sentences get thinned, upright tick labels (``viz.views.focus.thin_ticks``).
     """
@@ -69,16 +69,16 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
     which = f"mean of {maps.shape[0]} heads" if head == MEAN else f"head {head}"
     q_label, k_label = AXIS_LABELS[kind]
     shown = focus_map(weights, *result.tokens(kind), focus)  # (Q', K'), the whole map unless focused
-    title = " · ".join(filter(None, (title, f"layer {layer}", which, shown.note)))
+    title = f"{title} · layer {layer} · {which}"
     rows = slice(shown.query_start, shown.query_start + len(shown.query_tokens))
     predicts = next_tokens(result)[rows] if kind in DECODER_KINDS else None
     spec = detail_spec(shown.weights, shown.query_tokens, shown.key_tokens, title, query_label=q_label,
                        key_label=k_label, causal=kind == "decoder_self", predicts=predicts,
-                       query_start=shown.query_start, key_start=shown.key_start)
+                       query_start=shown.query_start, key_start=shown.key_start, subtitle=shown.note)
     projector.colour_scale(spec, colour)
     spec = projector.present_detail(spec, shown.weights) if present else spec
     figure = finish_figure(thin_ticks(spec), filename)
-    return with_export(figure, export_title(result, title))
+    return with_export(figure, export_title(result, " · ".join(filter(None, (title, shown.note)))))
 
 
 def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,
