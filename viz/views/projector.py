@@ -109,6 +109,7 @@ def _present_axes(layout: dict, trace: dict) -> None:
     _font(layout, PRESENT_PX)
     if isinstance(layout.get("title"), dict):
         _font(layout["title"], TITLE_PX)
+        layout["title"].update(xref="container", x=0.01, xanchor="left")  # the whole width for the longer title
 
 
 def cell_text(weight: float) -> str:
@@ -123,6 +124,8 @@ def present_detail(spec: dict, weights) -> dict:
     """The close-up for a projector: large text, and in the cells of a small map the ``weights`` (Q, K)
     it shows (printed from these, whatever the colour scale did to z)."""
     _present_axes(spec["layout"], _heatmap(spec))
+    margin = spec["layout"].setdefault("margin", {})
+    margin["t"] = max(margin.get("t", 0), 60)  # the larger title clear of the plot's label badge
     weights = np.asarray(weights, dtype=np.float32)  # (Q, K)
     if max(weights.shape) <= CELL_TOKENS:
         trace = _heatmap(spec)

@@ -73,6 +73,16 @@ HOW_TO_READ = {
         "little; the contribution accounts for that.",
         _SHIFT,
     ]),
+    "heads": "\n\n".join([
+        "**The grids**: one cell per head (rows: layers, columns: heads), per kind of attention, coloured by the "
+        "statistic you choose and labelled with the head's role (for example, looks at the previous token, or "
+        "at the end of the sentence). Click a cell to see that head on the Attention tab.",
+        "**Switch heads off**: their output is set to zero for your request only; the translation and the "
+        "sample's BLEU and chrF before and after show what the model loses without them.",
+        "**Rollout**: raw attention is one layer's view; the rollout follows the attention through all layers "
+        "below (each layer mixed half with itself, for the residual connection), so it shows where a token's "
+        "information comes from in the input. " + _ROWS,
+    ]),
     "decoding": "\n\n".join([
         "**Step by step.** At step *t* the decoder has written the tokens so far and predicts the next one; "
         "the bars are its five most likely next tokens, the chosen one marked.",
