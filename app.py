@@ -283,44 +283,51 @@ def attention_tab(page: Page) -> AttentionView:
     exports = ExportFolder(page.demo.GRADIO_CACHE)
     export_btn.click(listener(attention.export_files, exports), page.result, export_out, api_name="export")
     view = AttentionView(source, target, kind, layer, head, present, colour, row_click)
-    classroom_events(page, view, visualise, shown, then_lines, example=example, guide=guide, runs=[run_btn.click,
-                     source.submit, target.submit])
+    classroom_events(page, view, visualise, shown, then_lines, example=example, guide=guide, focus=focus,
+                     runs=[run_btn.click, source.submit, target.submit])
     return view
 
 
 def classroom_events(page: Page, view: AttentionView, visualise, shown: list, then, *, example: gr.Dropdown,
-                     guide: gr.Markdown, runs: list) -> None:
+                     guide: gr.Markdown, focus: list, runs: list) -> None:
     """Issue #19: a link opens its view (``viz.views.share``), an example opens its view with its caption
-    (``viz.views.examples``); both run ``visualise`` in the same event, so no figure shows an older sentence."""
+    (``viz.views.examples``); both run ``visualise`` in the same event, so no figure shows an older sentence.
+    ``focus``: the close-up's other choices, passed on to ``visualise`` as they are."""
     cfg, controls = page.runs.cfg, [view.source, view.target, view.kind, view.layer, view.head, view.present,
                                     view.colour]
 
-    def show(v: share.View, notes: list[str]) -> tuple:
+    def show(v: share.View, notes: list[str], *focus_) -> tuple:
         result = page.runs.attention(v.text, v.target)  # cached: visualise below reuses it
         layer, head = share.complete(v, result.maps(v.kind))
         picked = examples.find(v.text, v.kind, layer, head) if not v.target else None
         notes = notes + ([picked.caption] if picked else [])
         note = gr.Markdown(examples.markdown(notes), visible=bool(notes))
         return (v.text, v.target, v.kind, layer, head, v.present, v.colour, note,
-                *visualise(v.text, v.target, v.kind, layer, head, v.present, v.colour))
+                *visualise(v.text, v.target, v.kind, layer, head, v.present, v.colour, *focus_))
 
     def open_link(request: gr.Request):
         """The view the page's URL asks for; anything unusable in it falls back, with a notice."""
         tabs = [tab.id for tab in page.tabs.children if isinstance(tab, gr.Tab)]
         v, notes = share.parse(dict(request.query_params), cfg, tabs, attention.DEFAULT_SOURCE)
-        for note in notes:
-            gr.Warning(note)
-        return *show(v, notes), gr.Tabs(selected=v.tab)
+        try:
+            shown_ = show(v, notes)
+        except ValueError:  # a sentence the model refuses: the default one, said so
+            notes = [*notes, "The link's sentence could not be shown; this is the default one."]
+            shown_ = show(share.View(attention.DEFAULT_SOURCE, kind=v.kind, tab=v.tab, present=v.present,
+                                     colour=v.colour), notes)
+        if notes:
+            gr.Warning(" ".join(notes))
+        return *shown_, gr.Tabs(selected=v.tab)
 
-    def pick_example(index, present_, colour_):
+    def pick_example(index, present_, colour_, *focus_):
         picked = examples.example_at(index)
         if picked is None:
             return (gr.skip(),) * (len(controls) + 1 + len(shown))
         return show(share.View(picked.sentence, "", picked.kind, picked.layer, picked.head, present=present_ is True,
-                               colour=projector.check_colour(colour_)), [])
+                               colour=projector.check_colour(colour_)), [], *focus_)
 
     then(page.demo.load(listener(open_link), None, [*controls, guide, *shown, page.tabs], api_visibility="private"))
-    then(example.input(listener(pick_example), [example, view.present, view.colour], [*controls, guide, *shown],
+    then(example.input(listener(pick_example), [example, view.present, view.colour, *focus], [*controls, guide, *shown],
                        api_visibility="private", preprocess=False))
     # the user's own sentence: the caption goes, and the menu can open the same example again
     gr.on(runs, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [guide, example], queue=False,
@@ -533,8 +540,9 @@ def inside_head_tab(page: Page) -> None:
 
     taken = [view.kind, view.layer, view.head]  # the Attention tab's view
     tab.select(listener(follow), [page.result, *taken, query], [kind, layer, head, query], **private).then(**draw)
+    # the tab opened by the page draws (tab.select) with the query set here
     view.row_click.change(listener(row_clicked), [view.row_click, page.result, *taken],
-                          [kind, layer, head, query, page.tabs], **private).then(**draw)
+                          [kind, layer, head, query, page.tabs], **private)
     kind.input(listener(follow), [page.result, kind, layer, head, query], [kind, layer, head, query],
                **private).then(**draw)
     gr.on([query.input, layer.release, head.input, factor.submit], **draw)
@@ -553,6 +561,7 @@ def head_analysis_tab(page: Page) -> None:
     ranking = load_ranking()
     with gr.Tab("Head analysis", id="heads") as tab:
         gr.Markdown(heads_view.INTRO)
+        how_to_read("heads")
         with gr.Row(equal_height=True):
             scope = gr.Radio(heads_view.SCOPE_CHOICES, value="sentence", label="Statistics of", elem_id="heads-scope")
             stat = gr.Dropdown(heads_view.STAT_CHOICES, value="spread", label="Colour shows", elem_id="heads-stat")
@@ -561,11 +570,11 @@ def head_analysis_tab(page: Page) -> None:
             rules = gr.Markdown(elem_id="heads-rules")
         cell = gr.Textbox(visible="hidden", elem_id=PAGE["cellClick"])
         gr.Markdown("### Switch heads off, for your request only")
-        with gr.Row(equal_height=True):
-            heads = gr.Dropdown(all_heads(cfg.n_layers, cfg.n_heads), multiselect=True, scale=4, elem_id="heads-off",
+        with gr.Row():
+            heads = gr.Dropdown(all_heads(cfg.n_layers, cfg.n_heads), multiselect=True, scale=3, elem_id="heads-off",
                                 label="Heads to switch off (kind:layer:head; type to filter)")
-            top = gr.Button("The ranking's top 5", scale=0, min_width=170, elem_id="heads-top")
-            go = gr.Button("Switch off and translate", variant="primary", scale=0, min_width=230, elem_id="ablate")
+            top = gr.Button("The ranking's top 5", scale=1, elem_id="heads-top")
+            go = gr.Button("Switch off and translate", variant="primary", scale=1, elem_id="ablate")
         with gr.Row():
             with gr.Column():
                 ablation = gr.Markdown(heads_view.ABLATION_PROMPT, elem_id="ablation")
@@ -577,7 +586,10 @@ def head_analysis_tab(page: Page) -> None:
         last = gr.State(None)  # (sentence, heads off) of the last ablation: its result stays in runs' cache
         gr.Markdown(heads_view.ROLLOUT_NOTE)
         layer = gr.Slider(1, cfg.n_layers, value=cfg.n_layers, step=1, label="Layer", elem_id="rollout-layer")
-        rollout = [gr.Plot(elem_id=f"rollout-{name}") for name in ("enc-raw", "enc", "cross-raw", "cross")]
+        rollout = []
+        for pair in (("enc-raw", "enc"), ("cross-raw", "cross")):  # raw | rollout, the encoder then cross-attention
+            with gr.Row():
+                rollout += [gr.Plot(elem_id=f"rollout-{name}", show_label=False, min_width=300) for name in pair]
     stats = listener(heads_view.stats_view, runs.sample_stats)
     gr.on([tab.select, scope.change, stat.change], stats, [page.result, scope, stat], [grid, rules], **private)
     gr.on([tab.select, layer.change], listener(heads_view.rollout_plots), [page.result, layer], rollout, **private)
@@ -591,7 +603,8 @@ def head_analysis_tab(page: Page) -> None:
 
     cell.change(cell_clicked, cell, [view.kind, view.layer, view.head, page.tabs], **private)
     top.click(lambda: heads_view.top_heads(ranking), None, heads, **private)
-    go.click(listener(run_ablation), [page.result, heads, kind], [ablation, ablated, last], **private, **ABLATIONS)
+    go.click(listener(run_ablation), [page.result, heads, kind], [ablation, ablated, last], show_progress_on=ablated,
+             **private, **ABLATIONS)
     kind.change(listener(heads_view.ablation_again, runs.ablate), [last, kind], [ablation, ablated], **private,
                 **ABLATIONS)
 
@@ -718,6 +731,16 @@ def page_script() -> str:
     return f"({(WEB / 'app.js').read_text(encoding='utf-8')})({json.dumps(PAGE)})"
 
 
+def forget_session_values() -> None:
+    """Gradio 6 keeps a copy of every session's last input and output values (``SessionState.config_values``,
+    read only by its /gradio_api/deep_link route, which this app does not use): at 100 tokens a side ~2 MB of
+    plot JSON per session, for up to ``SESSION_CAPACITY`` sessions. Served by ``launch``, sessions keep none
+    (``tests/test_memory.py`` fails should a Gradio upgrade move this)."""
+    from gradio.state_holder import SessionState
+
+    SessionState._update_value_in_config = lambda self, key, value: None
+
+
 def launch(demo: gr.Blocks, **kwargs):
     """Serve ``demo`` as the Space does (``kwargs`` go to ``demo.launch``). A classroom of 30 waits its turn
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
@@ -728,6 +751,7 @@ def launch(demo: gr.Blocks, **kwargs):
     batching = BatchSettings.from_env()
     workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
     demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
+    forget_session_values()
     return demo.launch(share=False, css_paths=[WEB / "app.css"], js=page_script(), show_error=False,
                        max_file_size=0, state_session_capacity=SESSION_CAPACITY, **kwargs)
 

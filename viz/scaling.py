@@ -27,6 +27,8 @@ SCALED_COLOR = "#3A8FD9"  # × 1/√d_k, the paper's
 UNSCALED_COLOR = "#E8701A"  # × 1, or the factor chosen on the slider
 REF_COLOR = TEXT_COLOR
 FONT_SIZE = 16
+SUBPLOT_TITLE_SIZE = 13
+LEGEND_BOTTOM_PX = 108  # the curves' legend ends this far below the figure's top, above two-line subplot titles
 
 PAPER_QUOTE = (
     "“We suspect that for large values of d_k, the dot products grow large in magnitude, pushing the softmax "
@@ -230,11 +232,20 @@ def _factor_label(f: float, d_k: int) -> str:
     return f"× {fmt(f)}" + (" (unscaled)" if f == 1 else "")
 
 
+def _short_factor_label(f: float, d_k: int) -> str:
+    """``_factor_label`` short enough for a subplot title on a phone: "× 1/√512 (paper)", "× 0.42", "× 1 (unscaled)"."""
+    if math.isclose(f, 1 / math.sqrt(d_k), rel_tol=1e-9):
+        return f"× 1/√{d_k} (paper)"
+    return _factor_label(f, d_k)
+
+
 def weights_figure(example: dict) -> go.Figure:
-    """Softmax weights of one query over n keys: paper's factor (left) vs chosen factor (right), y in 0..1."""
+    """Softmax weights of one query over n keys: paper's factor (left) vs chosen factor (right), y in 0..1.
+
+    Subplot titles of three short lines and one x-axis title: side by side on a phone they must not overlap."""
     d_k, n = example["d_k"], example["n_keys"]
     settings = (("paper", SCALED_COLOR), ("chosen", UNSCALED_COLOR))
-    titles = [f"{_factor_label(example[s]['factor'], d_k)}<br>largest {weight(example[s]['max_weight'])}, "
+    titles = [f"{_short_factor_label(example[s]['factor'], d_k)}<br>largest {weight(example[s]['max_weight'])}<br>"
               f"entropy {fmt(example[s]['entropy'])} nats" for s, _ in settings]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06, subplot_titles=titles)
     keys = [str(j + 1) for j in range(n)]
@@ -245,8 +256,10 @@ def weights_figure(example: dict) -> go.Figure:
     fig.update_layout(bargap=0.15, showlegend=False)
     fig.update_yaxes(range=[0, 1.02], dtick=0.25)
     fig.update_yaxes(title=dict(text="softmax weight"), row=1, col=1)
-    fig.update_xaxes(title=dict(text=f"key (of {n}, d_k = {d_k})"), tickangle=0, type="category")
-    return _style(fig, 460, top=100)
+    fig.update_xaxes(tickangle=0, type="category")
+    fig.update_xaxes(title=dict(text=f"key (of {n}, d_k = {d_k})"), row=1, col=1)
+    fig.update_annotations(font_size=SUBPLOT_TITLE_SIZE)
+    return _style(fig, 480, top=110)
 
 
 def weights_text(example: dict) -> str:
@@ -268,18 +281,18 @@ def weights_text(example: dict) -> str:
     )
 
 
-_CURVE_PANELS = (
-    ("entropy", "softmax entropy (nats)", False),
-    ("max_weight", "largest softmax weight", False),
-    ("jacobian_norm", "softmax gradient ‖diag(w) − wwᵀ‖", True),
-    ("grad_q_norm", "gradient reaching q: ‖∂loss/∂q‖", True),
+_CURVE_PANELS = (  # two short lines each: four panels side by side on a phone
+    ("entropy", "softmax entropy<br>(nats)", False),
+    ("max_weight", "largest<br>softmax weight", False),
+    ("jacobian_norm", "softmax gradient<br>‖diag(w) − wwᵀ‖", True),
+    ("grad_q_norm", "gradient reaching q<br>‖∂loss/∂q‖", True),
 )
 
 
 def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
     """Entropy, largest weight and two gradient sizes against d_k (log x; gradients on log y), median query."""
     d = np.asarray(curves["d_k"], dtype=np.float64)
-    fig = make_subplots(rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.16, horizontal_spacing=0.1,
+    fig = make_subplots(rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.18, horizontal_spacing=0.18,
                         subplot_titles=[t for _, t, _ in _CURVE_PANELS])
     for i, (metric, _, log_y) in enumerate(_CURVE_PANELS):
         row, col = divmod(i, 2)
@@ -309,7 +322,11 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     fig.update_xaxes(**_log2_axis(d, every=3))
     fig.update_xaxes(title=dict(text="d_k"), row=2)
-    return _style(fig, 660, top=100)
+    fig.update_annotations(font_size=SUBPLOT_TITLE_SIZE)
+    # The legend ends just above the subplot titles and grows upwards (three rows on a phone), clear of Gradio's
+    # label badge over the figure's top-left corner (one row on a wide screen).
+    fig.update_layout(legend=dict(y=1 - LEGEND_BOTTOM_PX / 700, yanchor="bottom", font=dict(size=SUBPLOT_TITLE_SIZE)))
+    return _style(fig, 700, top=150)
 
 
 def curves_text(curves: dict, d_k: int = 512) -> str:

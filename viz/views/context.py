@@ -40,11 +40,10 @@ def shift_note(kind: str) -> str:
     """Markdown for beside the views: how to read a decoder row (empty for the encoder's self-attention)."""
     if kind not in DECODER_KINDS:
         return ""
-    note = ("**Decoder rows are shifted by one (§3.1):** row *i* is fed token *i* (⟨s⟩ first) and predicts token "
-            "*i*+1 — hover a cell to see which token its row predicts.")
+    note = ("**Decoder rows (§3.1):** row *i* is fed token *i* and predicts token *i*+1; the close-up's hover "
+            "names that token.")
     if kind == "decoder_self":
-        note += (" Grey cells are **masked**: a position never sees a later one (its score is set to −∞ before "
-                 "the softmax, so its weight is exactly 0).")
+        note += " Grey cells are **masked**: −∞ before the softmax, so a position never sees a later one."
     return note
 
 
