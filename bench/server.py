@@ -12,7 +12,16 @@ import threading
 import time
 from collections.abc import Callable
 
-from bench.common import CallError, GradioHTTP, app_process, read_status_kb, stats, visualise_args, words
+from bench.common import (
+    SENTENCES,
+    CallError,
+    GradioHTTP,
+    app_process,
+    read_status_kb,
+    stats,
+    visualise_args,
+    words,
+)
 
 WORD_COUNTS = (5, 20, 60)
 OVERVIEW_OUTPUT = 2  # /visualise outputs: translation, status, overview, detail, (state)
@@ -63,6 +72,53 @@ def scaling_latency(app_url: str, repeats: int) -> dict:
             for name, args in calls.items():
                 t0 = time.perf_counter()
                 client.call(name, args(i + 1))
+                samples[name].append(time.perf_counter() - t0)
+    finally:
+        client.close()
+    return {name: stats(s) for name, s in samples.items()}
+
+
+def heads_latency(app_url: str, repeats: int) -> dict:
+    """The Head analysis tab's endpoints (issue #15), each after one warm call. /head_stats: a new sentence each
+    time (the model runs; the sample's statistics come from their file). /ablate: a new single head each time on
+    one sentence, so every call decodes the 200-sentence sample once with that head off (the warm call pays for
+    the baseline with every head, which is then cached)."""
+    client = GradioHTTP(app_url, timeout=600)
+    heads = [f"{kind}:{1 + i % 6}:{1 + (i // 6) % 8}" for i in range(48) for kind in ("cross", "encoder_self")]
+    samples: dict[str, list[float]] = {"head_stats": [], "ablate": []}
+    try:
+        client.call("head_stats", [SENTENCES[0]])
+        client.call("ablate", [SENTENCES[0], [heads[0]]])
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            client.call("head_stats", [SENTENCES[1 + i % (len(SENTENCES) - 1)]])
+            samples["head_stats"].append(time.perf_counter() - t0)
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            client.call("ablate", [SENTENCES[0], [heads[1 + i]]])
+            samples["ablate"].append(time.perf_counter() - t0)
+    finally:
+        client.close()
+    return {name: stats(s) for name, s in samples.items()}
+
+
+def inside_head_latency(app_url: str, repeats: int) -> dict:
+    """/inside_head (issue #13) at 20 words: another head and query of the sentence on screen (its layers' inputs
+    cached, as after a first look), and a new sentence each call (its translation and its layers run first)."""
+    client = GradioHTTP(app_url)
+    kinds = ("encoder_self", "decoder_self", "cross")
+
+    def args(text: str, i: int) -> list:  # text, target, kind, layer, head, query, factor
+        return [text, "", kinds[i % 3], 1 + i % 6, 1 + i % 8, 2, None]
+
+    samples: dict[str, list[float]] = {"inside_head": [], "inside_head_new_sentence": []}
+    try:
+        for i in range(len(kinds)):  # warm-up: each kind's layer inputs for words(20)
+            client.call("inside_head", args(words(20), i))
+        for i in range(repeats):
+            for name, text in (("inside_head", words(20)), ("inside_head_new_sentence", words(20, start=1 + i))):
+                t0 = time.perf_counter()
+                client.call("inside_head", args(text, i))
                 samples[name].append(time.perf_counter() - t0)
     finally:
         client.close()
@@ -146,6 +202,10 @@ def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = pr
         log("  latency: " + ", ".join(f"{n} words {v['median_ms']:.0f} ms" for n, v in out["server"]["words"].items()))
         out["scaling"] = scaling_latency(app.url, repeats)
         log("  scaling tab: " + ", ".join(f"{n} {v['median_ms']:.0f} ms" for n, v in out["scaling"].items()))
+        out["inside"] = inside_head_latency(app.url, repeats)
+        log("  inside a head: " + ", ".join(f"{n} {v['median_ms']:.0f} ms" for n, v in out["inside"].items()))
+        out["heads"] = heads_latency(app.url, 2 if quick else 3)
+        log("  head analysis: " + ", ".join(f"/{n} {v['median_ms']:.0f} ms" for n, v in out["heads"].items()))
         if text_32_tokens:
             out["payload_sent"] = {"sentence": text_32_tokens, **sent_bytes(app.url, text_32_tokens)}
         out["load"] = load(app.url, app.proc.pid, clients=30, per_client=per_client,

@@ -1,0 +1,137 @@
+"""Issue #15 in a real browser: the "Head analysis" tab — the statistics grid, a click on a cell that opens that
+head on the Attention tab, and a head ablation with its progress bar and its result.
+
+The app, the browser and the page checks (no console error, no request off loopback) are tests/test_browser.py's.
+The tab is shown at 1280×720 (a projector), light and dark: screenshots land in screenshots/ (heads-*.png: the
+first screen; -full: the whole tab), to be looked at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page
+from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, browser, open_app, select_tab, server  # noqa: F401
+
+GRID = "heads-grid"
+TRACE_KINDS = (f"() => {{ const gd = ({GD})('{GRID}'); "
+               "return gd && gd.data ? gd.data.map(t => t.customdata[0][0][0]) : []; }")
+ABLATION = "() => document.querySelector('#ablation')?.textContent || ''"
+
+
+@pytest.fixture
+def projector(browser: Browser) -> Iterator[Page]:  # noqa: F811
+    """A page at 1280×720, checked like test_browser's ``page``."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    watch = Watch(page)
+    yield page
+    context.close()
+    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+
+
+def shoot(page: Page, name: str) -> None:
+    SHOTS.mkdir(exist_ok=True)
+    page.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => "
+                  "requestAnimationFrame(r))))")
+    page.screenshot(path=str(SHOTS / f"heads-{name}.png"))
+    page.screenshot(path=str(SHOTS / f"heads-{name}-full.png"), full_page=True)
+
+
+def grid_kinds(page: Page) -> list[str]:
+    return page.evaluate(TRACE_KINDS)
+
+
+def open_tab(page: Page, url: str) -> None:
+    open_app(page, url)
+    select_tab(page, "Head analysis")
+    page.wait_for_function(f"() => ({TRACE_KINDS})().length === 3")  # spread: a panel per kind
+    for plot_id in ("rollout-enc-raw", "rollout-enc", "rollout-cross-raw", "rollout-cross"):
+        page.wait_for_selector(f"#{plot_id} .js-plotly-plot .hm image")
+
+
+def cell_centre(page: Page, kind: str, layer: int, head: int) -> tuple[float, float]:
+    """Where the grid cell of ``kind`` (its panel), ``layer`` and ``head`` (1-based) is drawn on the page."""
+    return page.evaluate(
+        f"""([kind, layer, head]) => {{
+            const gd = ({GD})('{GRID}'), fl = gd._fullLayout;
+            const i = gd.data.findIndex(t => t.customdata[0][0][0] === kind), suffix = i === 0 ? '' : String(i + 1);
+            const xa = fl['xaxis' + suffix], ya = fl['yaxis' + suffix], box = gd.getBoundingClientRect();
+            return [box.left + xa._offset + xa.l2p(head), box.top + ya._offset + ya.l2p(layer)];
+        }}""",
+        [kind, layer, head],
+    )
+
+
+def test_the_grid_shows_every_kind_and_a_click_on_a_cell_opens_that_head(projector: Page, server: str):  # noqa: F811
+    page = projector
+    open_tab(page, server)
+    assert grid_kinds(page) == ["encoder_self", "decoder_self", "cross"]
+    rules = page.inner_text("#heads-rules")
+    assert "this sentence" in rules and "EOS-sink" in rules and "first" in rules and "40%" in rules
+    roles = page.evaluate(f"() => ({GD})('{GRID}').data.flatMap(t => t.customdata.flat().map(c => c[3]))")
+    assert len(roles) == 3 * 6 * 8 and all(roles), roles[:10]
+    shoot(page, "grid")
+
+    page.locator("#heads-scope label:has(input[value='sample'])").click()  # the shipped sample, from its file
+    page.wait_for_function("() => document.querySelector('#heads-rules').textContent.includes('200 sentences')")
+    page.get_by_label("Colour shows").click()
+    page.get_by_role("option", name="weight on the previous token").click()  # self-attention only: two panels
+    page.wait_for_function(f"() => ({TRACE_KINDS})().length === 2")
+    assert grid_kinds(page) == ["encoder_self", "decoder_self"]
+
+    page.locator(f"#{GRID}").scroll_into_view_if_needed()
+    x, y = cell_centre(page, "decoder_self", 4, 6)
+    page.mouse.click(x, y)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Attention'"
+        " && t.getAttribute('aria-selected') === 'true')"
+    )
+    page.wait_for_function("() => document.querySelector('#kind input[value=decoder_self]')?.checked")
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Decoder self-attention')"
+                           f" && ({TITLE})('detail').includes('layer 4 · head 6')")
+    assert page.locator("#layer input[type=number]").input_value() == "4"
+    assert page.locator("#head input[value='6']").is_checked()
+
+
+@pytest.mark.parametrize("theme", ["", "?__theme=dark"])
+def test_an_ablation_shows_its_progress_and_then_the_translation_maps_and_scores(projector: Page, server: str,  # noqa: F811
+                                                                                theme: str):
+    page = projector
+    open_tab(page, server + theme)
+    shoot(page, "tab" + ("-dark" if theme else ""))
+    translation = page.evaluate(VALUE, "translation")
+    if theme:  # heads picked one by one in the menu (a new set: nothing cached)
+        heads = ["encoder_self:1:1", "cross:6:8"]
+        box = page.get_by_label("Heads to switch off (kind:layer:head; type to filter)")
+        for head in heads:
+            box.fill(head)
+            page.get_by_role("option", name=head, exact=True).click()
+    else:  # the shipped ranking's top five
+        page.click("#heads-top")
+        page.wait_for_function("() => document.querySelectorAll('#heads-off .token').length === 5")
+        heads = [t.strip() for t in page.locator("#heads-off .token").all_inner_texts()]
+        assert heads[0] == "cross:4:2", heads
+    page.click("#ablate")
+    # Gradio's progress bar over the maps, with the sample's decoding as its text
+    page.wait_for_function("() => /(every head|heads off): translat/.test(document.querySelector('#ablated').innerText)"
+                           " && !!document.querySelector('#ablated .progress-bar')")
+    page.locator("#ablated").scroll_into_view_if_needed()
+    shoot(page, "progress" + ("-dark" if theme else ""))
+    page.wait_for_function(f"() => ({ABLATION})().includes('Switched off:')", timeout=180_000)
+    text = page.inner_text("#ablation")
+    assert all(h in text for h in heads) and "sample BLEU (200 sentences)" in text and "chrF" in text, text
+    assert translation in text  # the sentence with every head, beside the one without them
+    off = page.evaluate(f"() => (({GD})('ablated').layout.shapes || []).map(s => s.name).filter(n => / off$/.test(n))")
+    assert sorted(off) == sorted(f"L{h.split(':')[1]} H{h.split(':')[2]} off" for h in heads if h.startswith("cross"))
+    page.locator("#ablation").scroll_into_view_if_needed()
+    shoot(page, "ablation" + ("-dark" if theme else ""))
+
+    page.locator("#ablated-kind label:has(input[value='encoder_self'])").click()  # another kind: from the cache
+    page.wait_for_function(f"() => JSON.stringify(({GD})('ablated').layout.meta).includes('Encoder self-attention')")
+    if theme:
+        assert page.evaluate(f"() => ({GD})('ablated').layout.shapes.some(s => s.name === 'L1 H1 off')")
+    page.locator("#rollout-layer").scroll_into_view_if_needed()
+    shoot(page, "rollout" + ("-dark" if theme else ""))
