@@ -268,6 +268,9 @@ def attention_tab(page: Page) -> AttentionView:
                             inputs=[source, target, kind, layer, head, present, colour, *focus], outputs=shown,
                             notice=notice, api_name="visualise", preprocess=False))
     kind.change(context.shift_note, kind, shift, queue=False, api_visibility="private")
+    # Typed but not yet run: the figures still show the last run, and say so (in the browser, no round trip).
+    gr.on([source.input, target.input], None, None, notice, js=f"() => {json.dumps(context.EDITED)}")
+    example.input(lambda: "", None, notice, queue=False, api_visibility="private")  # an example runs: not stale
     gr.on([kind.change, present.change], listener(closeup.views, cfg, runs.contributions), view_inputs,
           [overview, detail], api_name="render_views", preprocess=False)
     gr.on([layer.change, head.change, colour.change, *(c.change for c in focus)],
@@ -480,6 +483,7 @@ def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> None:
         layer = gr.Slider(1, cfg.n_layers, value=1, step=1, label="Layer", scale=2)
         run_btn = gr.Button("Run the model", variant="primary", scale=1, elem_id="live-run")
     live_notice = gr.Markdown(elem_id="live-notice")
+    text.input(None, None, live_notice, js=f"() => {json.dumps(context.EDITED_LIVE)}")
     with gr.Row():
         normal = gr.Plot(label="As trained", elem_id="live-normal")
         changed = gr.Plot(label="With the chosen scale", elem_id="live-changed")

@@ -129,6 +129,16 @@ def test_the_scale_slider_redraws_part_3_of_the_scaling_tab(page: Page, server: 
     assert "changed: × 0." in page.evaluate(LIVE_TITLE)
 
 
+def test_an_edited_sentence_is_marked_out_of_date_until_it_is_run(page: Page, server: str):
+    open_app(page, server)
+    translation = value(page, "translation")
+    page.locator("#source textarea").press_sequentially(" Quickly")
+    page.wait_for_function(f"() => ({NOTICE})('notice').includes('still show the last run')")
+    page.click("#run")
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=translation)
+    page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
+
+
 # ------------------------------------------------------------------------------- 2–3. masked cells, the shift
 def test_masked_cells_are_grey_with_a_legend_and_their_hover_says_so(page: Page, server: str):
     open_app(page, server)

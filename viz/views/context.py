@@ -23,6 +23,9 @@ EOS_PIECE = "</s>"
 CUT_OFF = "…"  # what the last row of a translation cut off at the length limit predicts: not among the rows
 DECODER_KINDS = ("decoder_self", "cross")  # their rows are decoder positions
 EXPORT_TEXT_CHARS = 70  # a sentence in an export title is cut to this many characters
+# Beside figures whose sentence box was edited but not yet run (Markdown):
+EDITED = "✎ The figures still show the last run: press **Translate and show attention** (or Enter) to update them."
+EDITED_LIVE = "✎ The maps still show the last sentence run: press **Run the model** (or Enter) to update them."
 
 
 def next_tokens(result: AttentionResult) -> list[str]:
