@@ -16,6 +16,8 @@ trained, unscaled (× 1) and by the factor; the std of q·k over the allowed key
 Contributions (Kobayashi et al., 2020, "Attention is not only a weight"): key j moves the output by
 α_j · v_j W^O_i, W^O_i being the d_v rows of W^O that head i's slice of the Concat meets. Since α_j is a
 scalar, its norm is α_j · ‖v_j W^O_i‖.
+The layers below come from ``model.replay`` (the Attention tab's sentence replayed, each attention
+sub-layer's inputs kept: an app caches them, and a head then costs only its own projections).
 Notation: L layers, H heads, d_k = d_v = d_model / H, Q query positions, n keys. Entropies in nats.
 """
 
@@ -26,37 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from model.inference import KINDS, AttentionResult, Translator
-from model.transformer import EncoderDecoder, MultiHeadAttention, causal_mask, padding_mask
+from model.inference import Translator
+from model.replay import LayerInputs, Sentence, attention_layers, check_kind, layer_inputs, prepare
+from model.transformer import EncoderDecoder, MultiHeadAttention
 
 MAX_FACTOR = 100.0  # the same bound as the /attention endpoint's scale
 _DIGITS = 5  # decimals in the JSON
-
-
-@dataclass(frozen=True)
-class Sentence:
-    """The ids behind the Attention tab's heatmaps: source (EOS last) and decoder inputs (BOS first).
-
-    Made from a ``Translator.attention`` result (``sentence_of``): its greedy translation, or teacher forcing
-    on a given one. Small and hashable (a cache key): no decode is repeated to look inside a head.
-    """
-
-    source_text: str
-    translation: str
-    src_ids: tuple[int, ...]  # S
-    tgt_in_ids: tuple[int, ...]  # T, BOS first: decoder row i is fed token i
-    source_tokens: tuple[str, ...]
-    target_tokens: tuple[str, ...]
-    teacher_forced: bool
-    warnings: tuple[str, ...] = ()
-
-    def tokens(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(query tokens, key tokens) of one kind of attention."""
-        kind = check_kind(kind)
-        src, tgt = self.source_tokens, self.target_tokens
-        return {"encoder_self": (src, src), "decoder_self": (tgt, tgt), "cross": (tgt, src)}[kind]
 
 
 @dataclass(frozen=True)
@@ -203,103 +182,50 @@ def normalise_rows(values: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ input checks
-def check_kind(kind) -> str:
-    if not isinstance(kind, str) or kind not in KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
-    return kind
+def _number(value) -> float | None:
+    """A real number (ints, floats, numeric strings as forms send them), else None. Booleans are not numbers."""
+    try:
+        number = None if isinstance(value, bool) or value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def check_index(value, name: str, lo: int, hi: int) -> int:
-    """A whole number in [lo, hi] (ints, integral floats and digit strings, as forms send them)."""
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}") from None
-    if not math.isfinite(number) or number != int(number) or not lo <= number <= hi:
+    """A whole number in [lo, hi]."""
+    number = _number(value)
+    if number is None or number != int(number) or not lo <= number <= hi:
         raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
     return int(number)
 
 
 def check_factor(factor) -> float | None:
-    """None or "" -> None (the model's own 1/√d_k); else a finite number in (0, MAX_FACTOR]."""
+    """None or "" -> None (the model's own 1/√d_k); else a number in (0, MAX_FACTOR]."""
     if factor is None or (isinstance(factor, str) and not factor.strip()):
         return None
-    message = f"factor must be a positive number up to {MAX_FACTOR:g} (empty = the model's 1/√d_k), got {factor!r}"
-    if isinstance(factor, bool):
-        raise ValueError(message)
-    try:
-        value = float(factor)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
-    if not (math.isfinite(value) and 0 < value <= MAX_FACTOR):
-        raise ValueError(message)
-    return value
+    number = _number(factor)
+    if number is None or not 0 < number <= MAX_FACTOR:
+        raise ValueError(f"factor must be a positive number up to {MAX_FACTOR:g} (empty = the model's 1/√d_k), "
+                         f"got {factor!r}")
+    return number
 
 
-# ------------------------------------------------------------------------------------------- the sentence
-def sentence_of(translator: Translator, result: AttentionResult) -> Sentence:
-    """The ids behind ``result``'s heatmaps (a ``Translator.attention`` result): the source as the model read
-    it (re-encoded: tokenising is cheap, the decode is not repeated) and the decoder inputs, BOS + the
-    translation's ids, cut as the maps are (a cut-off greedy run has no EOS step)."""
-    _, src_ids, _ = translator.encode_input(result.source_text)
-    t = len(result.target_tokens)
-    tgt_in_ids = ([translator.cfg.bos_id] + list(result.target_ids))[:t]
-    if len(src_ids) != len(result.source_tokens) or len(tgt_in_ids) != t:
-        raise ValueError("this attention result does not come from this model's tokenizer")
-    return Sentence(
-        source_text=result.source_text, translation=result.translation, src_ids=tuple(src_ids),
-        tgt_in_ids=tuple(tgt_in_ids), source_tokens=tuple(result.source_tokens),
-        target_tokens=tuple(result.target_tokens), teacher_forced=result.teacher_forced,
-        warnings=tuple(result.warnings),
-    )
-
-
-def prepare(translator: Translator, text: str, target: str | None = None) -> Sentence:
-    """The sentence the Attention tab shows for (text, target): ``Translator.attention``'s own tokens and
-    decode (greedy, or teacher forcing on ``target``), its cleaning, cuts and warnings."""
-    return sentence_of(translator, translator.attention(text, target))
-
-
-def _sentence(translator: Translator, text, target) -> Sentence:
+def _sentence(translator: Translator, text, target) -> Sentence:  # a Sentence, or text to prepare
     return text if isinstance(text, Sentence) else prepare(translator, text, target)
 
 
-def _ids(model: EncoderDecoder, ids: tuple[int, ...]) -> Tensor:
-    return torch.tensor([ids], dtype=torch.long, device=model.embed.weight.device)  # (1, L)
+def _np(t: Tensor) -> np.ndarray:
+    return t.float().cpu().numpy()
 
 
-def _attention_layers(model: EncoderDecoder, s: Sentence, kind: str, upto: int):
-    """Run the model's own layers 1..upto; yield (layer, attention module, its norm, x_q, x_kv, weights).
-
-    x_q (Q, d_model) is the attention sub-layer's input, x_kv (n, d_model) what it projects keys and values
-    from, weights (H, Q, n) the model's own map for that layer. Batch of one, the model's own scale.
-    """
-    scale = model.cfg.scale
-    src = _ids(model, s.src_ids)
-    src_mask = padding_mask(src, model.cfg.pad_id)  # (1, 1, 1, S), all True for one sentence
+def _sublayer(model: EncoderDecoder, kind: str, layer: int) -> tuple[MultiHeadAttention, nn.Module]:
+    """One attention sub-layer's module and the LayerNorm of its Add & Norm (``layer`` from 1)."""
     if kind == "encoder_self":
-        x = model.embed_tokens(src)  # (1, S, d_model)
-        for i, layer in enumerate(model.encoder.layers[:upto]):
-            x_in = x
-            x, w = layer(x, src_mask, scale)
-            yield i + 1, layer.self_attn, layer.sublayer[0].norm, x_in[0], x_in[0], w[0]
-        return
-    memory, src_mask = model.encode(src)  # (1, S, d_model)
-    tgt = _ids(model, s.tgt_in_ids)
-    tgt_mask = causal_mask(tgt.size(1), tgt.device)  # (1, 1, T, T)
-    x = model.embed_tokens(tgt)  # (1, T, d_model)
-    for i, layer in enumerate(model.decoder.layers[:upto]):
-        if kind == "decoder_self":
-            x_in = x
-            x, w, _ = layer(x, memory, src_mask, tgt_mask, scale)
-            yield i + 1, layer.self_attn, layer.sublayer[0].norm, x_in[0], x_in[0], w[0]
-        else:  # cross: the query stream is the output of the layer's masked self-attention sub-layer
-            attn_out, _ = layer.self_attn(x, x, tgt_mask, scale)
-            x_q = layer.sublayer[0](x, attn_out)
-            x, _, w = layer(x, memory, src_mask, tgt_mask, scale)
-            yield i + 1, layer.src_attn, layer.sublayer[1].norm, x_q[0], memory[0], w[0]
+        block = model.encoder.layers[layer - 1]
+        return block.self_attn, block.sublayer[0].norm
+    block = model.decoder.layers[layer - 1]
+    return (block.self_attn, block.sublayer[0].norm) if kind == "decoder_self" else (block.src_attn,
+                                                                                        block.sublayer[1].norm)
 
 
 def _split(mha: MultiHeadAttention, y: Tensor) -> Tensor:
@@ -324,17 +250,15 @@ def _case(label: str, scale: float, scores: np.ndarray, masked: np.ndarray) -> S
     return ScaleCase(label, float(scale), w.astype(np.float32), entropy(w), float(w.max()))
 
 
-def _np(t: Tensor) -> np.ndarray:
-    return t.float().cpu().numpy()
-
-
 # ------------------------------------------------------------------------------------------ public API
 @torch.inference_mode()
 def inside_head(
-    translator: Translator, text: str | Sentence, target: str | None, kind: str, layer, head, query, factor=None
+    translator: Translator, text: str | Sentence, target: str | None, kind: str, layer, head, query, factor=None,
+    inputs: LayerInputs | None = None,
 ) -> HeadInside:
     """Every piece of head ``head`` of layer ``layer`` (both 1-based) for query position ``query``
-    (0-based), on the sentence the Attention tab shows. ``text`` may be a `prepare`d Sentence."""
+    (0-based), on the sentence the Attention tab shows. ``text`` may be a `prepare`d Sentence; ``inputs``
+    its ``layer_inputs`` for ``kind`` (else the layers up to ``layer`` run now)."""
     cfg, model = translator.cfg, translator.model
     kind = check_kind(kind)
     layer = check_index(layer, "layer", 1, cfg.n_layers)
@@ -343,7 +267,13 @@ def inside_head(
     s = _sentence(translator, text, target)
     q_tokens, k_tokens = s.tokens(kind)
     query = check_index(query, "query", 0, len(q_tokens) - 1)
-    *_, (_, mha, norm, x_q, x_kv, _) = _attention_layers(model, s, kind, layer)
+    inputs = layer_inputs(translator, s, kind, layer) if inputs is None else inputs
+    if inputs.kind != kind or len(inputs.x_q) < layer or inputs.x_q.shape[1] != len(q_tokens):
+        raise ValueError(f"these layer inputs are not {kind}'s up to layer {layer} for this sentence")
+    weight = model.embed.weight  # the model's device and dtype
+    x_q, x_kv = (torch.tensor(a[layer - 1], device=weight.device, dtype=weight.dtype)
+                 for a in (inputs.x_q, inputs.x_kv))  # (Q, d_model), (n, d_model)
+    mha, norm = _sublayer(model, kind, layer)
     scale = cfg.scale if factor is None else factor
     n, i = x_kv.size(0), head - 1
 
@@ -387,7 +317,8 @@ def contribution_maps(
     kind = check_kind(kind)
     s = _sentence(translator, text, target)
     out = []
-    for _, mha, _, _, x_kv, weights in _attention_layers(translator.model, s, kind, translator.cfg.n_layers):
+    for layer, (_, x_kv, weights) in enumerate(attention_layers(translator.model, s, kind, translator.cfg.n_layers)):
+        mha, _ = _sublayer(translator.model, kind, layer + 1)
         norms = _value_norms(mha, _split(mha, mha.w_v(x_kv)))  # (H, n)
         out.append(weights * norms[:, None, :])  # (H, Q, n)
     return normalise_rows(_np(torch.stack(out)))  # (L, H, Q, n)

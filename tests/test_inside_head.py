@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from model.inference import ASSETS, KINDS, Translator
-from model.inside import contribution_maps, inside_head, prepare
+from model.inside import contribution_maps, inside_head
+from model.replay import prepare
 from viz import inside as figs
 from viz.encode import plotly_dict, plotly_json
 from viz.views.inside_head import InsideHeadView, inside_head_view, present, query_choices

@@ -40,8 +40,8 @@ GRID = "rgba(136,136,136,0.2)"
 HIGHLIGHT = "#E8701A"
 TITLE_PX, FONT_PX = 16, 14
 _TITLE_ROOM = 24  # px above a band that its title takes
-_LEGEND_ROOM = 34  # px between a figure title and the plot, for a legend
-_TOP = 52  # px above the plot: the figure title, clear of the gr.Plot label badge (top-left, ~30 px)
+_LEGEND_ROW = 20  # px per legend entry, between a figure title and the plot
+_TOP = 72  # px above the plot: the two-line figure title, clear of the gr.Plot label badge (top-left, ~30 px)
 TOKEN_LEN = 20  # characters of a token shown
 _KEYS_AXIS = dict(type="category", autorange="reversed")  # one row per key, "j: token", row 0 on top
 
@@ -65,12 +65,18 @@ def _key(axis: str, i: int) -> str:
     return axis if i == 1 else f"{axis}{i}"
 
 
-def _title(text: str, i: int | None = None, shift: int = 0) -> dict:
-    """A title above panel ``i`` (or above the whole figure, ``shift`` px higher): safe markup built here,
-    tokens escaped by the caller."""
+def _title(text: str, i: int | None = None, shift: int = 0, right: bool = False) -> dict:
+    """A title above panel ``i`` (or above the whole figure, ``shift`` px higher), from its left edge (or,
+    ``right``, leftwards from its right edge): safe markup built here, tokens escaped by the caller."""
     xref, yref = (f"{_ref(i)[0]} domain", f"{_ref(i)[1]} domain") if i else ("paper", "paper")
-    return dict(text=text, x=0, y=1, yshift=shift, xref=xref, yref=yref, xanchor="left", yanchor="bottom",
-                showarrow=False, font=dict(size=TITLE_PX if i is None else FONT_PX))
+    return dict(text=text, x=int(right), y=1, yshift=shift, xref=xref, yref=yref, yanchor="bottom",
+                xanchor="right" if right else "left", align="right" if right else "left", showarrow=False,
+                font=dict(size=TITLE_PX if i is None else FONT_PX))
+
+
+def _figure_title(name: str, hi: HeadInside, shift: int = 0) -> dict:
+    """The figure's title: its name, and below it, smaller, which head and query (so an exported image says)."""
+    return _title(f'{name}<br><span style="font-size:12px">{_where(hi)}</span>', shift=shift)
 
 
 def _axis(**extra) -> dict:
@@ -144,8 +150,8 @@ def projections_spec(hi: HeadInside) -> dict:
     keys = _labels(hi.key_tokens)
     row = 20 if n <= 30 else 13
     plot_h, (top, bottom) = _bands([26, n * row], gap=30)
-    source = "encoder output (memory)" if hi.kind == "cross" else "x at every key position"
-    x_q = "x (decoder stream after masked self-attention)" if hi.kind == "cross" else "x"
+    source = "x = encoder output, every key" if hi.kind == "cross" else "x at every key position"
+    x_q = "x (decoder)" if hi.kind == "cross" else "x"
     columns = {1: (0.0, 0.55), 2: (0.62, 0.8), 3: (0.0, 0.55), 4: (0.62, 0.8), 5: (0.82, 1.0)}
     rows = {1: top, 2: top, 3: bottom, 4: bottom, 5: bottom}
     data = [
@@ -157,11 +163,12 @@ def projections_spec(hi: HeadInside) -> dict:
     ]
     titles = [
         _title(f"{x_q} at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}", 1),
-        _title(f"q = x {_symbol('Q', hi)} + b · 1 × {dk}", 2),
+        _title(f"q · 1 × {dk}", 2),
         _title(f"{source} · {n} × {d}", 3),
-        _title(f"K = x {_symbol('K', hi)} + b · {n} × {dk}", 4),
-        _title(f"V = x {_symbol('V', hi)} + b · {n} × {dk}", 5),
-        _title(f"(a) the projections · {_where(hi)}"),
+        _title(f"K · {n} × {dk}", 4),
+        _title(f"V · {n} × {dk}", 5),
+        _figure_title(f"(a) q = x {_symbol('Q', hi)} + b, K = x {_symbol('K', hi)} + b, "
+                      f"V = x {_symbol('V', hi)} + b", hi),
     ]
     shapes = []
     if hi.kind != "cross":  # the query's own row among the keys
@@ -169,7 +176,7 @@ def projections_spec(hi: HeadInside) -> dict:
     if hi.masked.any():
         first = int(np.argmax(hi.masked))
         shapes += [_row_box(i, first, n - 1, fill=MASKED_COLOR) for i in (4, 5)]
-        titles.append(dict(text="masked (after the query)", x=0.5, y=(first + n - 1) / 2, xref="x4 domain",
+        titles.append(dict(text="masked", x=0.5, y=(first + n - 1) / 2, xref="x4 domain",
                            yref="y4", showarrow=False, font=dict(color="#ffffff"), bgcolor="rgba(70,70,70,0.9)"))
     layout = _layout(plot_h + _TOP + 8, annotations=titles, shapes=shapes)
     for i in columns:
@@ -216,7 +223,7 @@ def scores_spec(hi: HeadInside) -> dict:
         _title(f"softmax → α<sub>j</sub> · entropy {hi.entropy:.2f} nats (uniform: "
                f"{math.log(max(1, int((~masked).sum()))):.2f}) · largest {hi.max_weight:.3f} on "
                f"“{_tok(hi.key_tokens[top])}”", 4),
-        _title(f"(b) scores to weights · {_where(hi)}"),
+        _figure_title("(b) scores to weights", hi),
     ]
     plot_h, domains = _bands([110] * 4, gap=36)
     layout = _layout(plot_h + _TOP + 90, annotations=titles, bargap=0.25)
@@ -251,27 +258,29 @@ def head_output_spec(hi: HeadInside) -> dict:
     titles = [
         _title(f"V · {n} × {dk}", 1), _title(f"α · {n} × 1", 2),
         _title(f"α<sub>j</sub> v<sub>j</sub> · {n} × {dk}", 3),
-        _title(f"head<sub>{hi.head}</sub> = Σ<sub>j</sub> α<sub>j</sub> v<sub>j</sub> · 1 × {dk} "
-               f"(the sum of the rows above)", 4),
-        _title(f"(c) the head's output · {_where(hi)}"),
+        _title(f"the rows summed: head<sub>{hi.head}</sub> = Σ<sub>j</sub> α<sub>j</sub> v<sub>j</sub> · 1 × {dk}",
+               4, right=True),
+        _figure_title("(c) the head's output", hi),
     ]
-    columns = {1: (0.0, 0.4), 2: (0.44, 0.5), 3: (0.56, 1.0), 4: (0.56, 1.0)}
+    columns = {1: (0.0, 0.38), 2: (0.42, 0.48), 3: (0.58, 1.0), 4: (0.58, 1.0)}
     layout = _layout(plot_h + _TOP + 8, annotations=titles)
     for i in columns:
         _panel(layout, i, columns[i], top if i < 4 else bottom, **(dict(_KEYS_AXIS, showticklabels=i == 1)
                                                                      if i < 4 else {}))
     if hi.masked.any():
-        layout["shapes"] = [_row_box(1, int(np.argmax(hi.masked)), n - 1, fill=MASKED_COLOR)]
+        layout["shapes"] = [_row_box(i, int(np.argmax(hi.masked)), n - 1, fill=MASKED_COLOR) for i in (1, 3)]
     return dict(data=data, layout=layout)
 
 
 def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]], title: str) -> dict:
-    """Bars per key, one group per series (name, values in [0, 1], colour, hover), a legend under the title."""
+    """Bars per key, one group per series (name, values in [0, 1], colour, hover), a legend under the title,
+    one entry a line."""
     n, keys = len(hi.key_tokens), _labels(hi.key_tokens)
     data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(color=color),
                  customdata=keys, hovertemplate=hover) for name, y, color, hover in series]
-    legend = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
-    layout = _layout(400, top=_TOP + _LEGEND_ROOM, annotations=[_title(title, shift=_LEGEND_ROOM)],
+    room = _LEGEND_ROW * len(series) + 6
+    legend = dict(orientation="v", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
+    layout = _layout(400 + room, top=_TOP + room, annotations=[_figure_title(title, hi, shift=room)],
                      barmode="group", showlegend=True, legend=legend)
     layout["xaxis"] = _axis(tickmode="array", tickvals=list(range(n)), ticktext=[_tok(t) for t in hi.key_tokens],
                             range=[-0.5, n - 0.5])
@@ -285,7 +294,7 @@ def contributions_spec(hi: HeadInside) -> dict:
         ("weight α<sub>j</sub>", hi.weights, SCALED_COLOR, "%{customdata}: α = %{y:.3f}<extra></extra>"),
         ("contribution ‖α<sub>j</sub> v<sub>j</sub> W<sup>O</sup><sub>i</sub>‖, normalised",
          hi.contributions_normalised, UNSCALED_COLOR, "%{customdata}: %{y:.3f} of the total<extra></extra>"),
-    ], f"weights vs contributions (Kobayashi et al. 2020) · {_where(hi)}")
+    ], "weights vs contributions (Kobayashi et al. 2020)")
 
 
 # ------------------------------------------------------------------------------- (d) Figure 2 (right), live
@@ -313,7 +322,7 @@ def figure2_spec(hi: HeadInside) -> dict:
         _title(f"head<sub>1</sub> … head<sub>{h}</sub> = softmax(q K<sup>T</sup> · {hi.scale:.3g}) V, per head · "
                f"h × d_v = {h} × {dk} (head {hi.head} outlined)", panel["heads"]),
         _title(f"x: the sub-layer input at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}", panel["x"]),
-        _title(f"(d) Figure 2 (right), live · {_where(hi)}"),
+        _figure_title("(d) Figure 2 (right), live", hi),
     ]
     source = "the encoder output" if hi.kind == "cross" else "x"
     arrows = [  # (the band the arrow points to, its label); each starts above the band below's title
@@ -348,8 +357,8 @@ _CASE_COLORS = (SCALED_COLOR, UNSCALED_COLOR, FACTOR_COLOR)
 
 def footnote4_spec(hi: HeadInside) -> dict:
     """This head's weights for the same q and K, scaled as trained, × 1 and × the factor (grouped bars)."""
-    series = [(f"{html.escape(c.label)} · entropy {c.entropy:.2f} · max {c.max_weight:.3f}", c.weights, color,
+    series = [(f"{html.escape(c.label)} · entropy {c.entropy:.2f} nats · largest {c.max_weight:.3f}", c.weights, color,
                f"%{{customdata}}: α = %{{y:.4f}}<extra>× {c.scale:.3g}</extra>")
               for c, color in zip(hi.scale_cases, _CASE_COLORS)]
     return _grouped_bars(hi, series, f"footnote 4 on this head: std(q·k) = {hi.score_std:.2f} over "
-                         f"{int((~hi.masked).sum())} keys, √d_k = {math.sqrt(hi.d_k):.2f} · {_where(hi)}")
+                         f"{int((~hi.masked).sum())} keys, √d_k = {math.sqrt(hi.d_k):.2f}")

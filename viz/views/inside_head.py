@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.inside import HeadInside
 
 Run = Callable[..., "HeadInside"]  # (result, kind, layer, head, query, factor) -> HeadInside
-INTRO = ("**softmax(QKᵀ/√d_k)V and Concat(head₁…headₕ)W^O for one query, on the model's own numbers** — the "
-         "Attention tab's sentence. Pick a query token here, or click a row of that tab's detail heatmap.")
+INTRO = ("Equation (1) and Figure 2 on the model's own numbers, for one query of the Attention tab's sentence: "
+         "pick a token below, or click a row of that tab's close-up.")
 PLOT_LABELS = {  # the figures' gr.Plot labels, by InsideHeadView field
     "scores": "(b) q·k → × scale → mask → softmax", "figure2": "(d) Figure 2 (right), live",
     "projections": "(a) x → q, K, V", "head_output": "(c) head = Σ α_j v_j",

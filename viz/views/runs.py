@@ -27,7 +27,8 @@ from model.batching import BatchedTranslator, BatchSettings
 from model.cache import ByteLRU, budget_from_env
 from model.forcing import TokenProbs, token_probs
 from model.inference import AttentionResult, Translator, clean_text
-from model.inside import HeadInside, contribution_maps, inside_head, sentence_of
+from model.inside import HeadInside, contribution_maps, inside_head
+from model.replay import LayerInputs, Sentence, layer_inputs, sentence_of
 from model.steps import DecodeSteps, decode_steps
 
 
@@ -106,7 +107,8 @@ class Runs:
             return token_probs(translator, result)
 
         self._attention, self._translate, self._steps, self._probs = attention, translate, steps, probs
-        self._inside, self._contributions = wrap(inside_head), wrap(contribution_maps)  # issue #13, below
+        self._inside, self._contributions, self._layer_inputs = map(wrap, (inside_head, contribution_maps,
+                                                                           layer_inputs))  # issue #13, below
         self._ablate, self._sample_stats = wrap(ablate), wrap(sample_head_stats)  # issue #15, below
         self.toy_device = "cpu" if gpu else translator.device
 
@@ -151,10 +153,17 @@ class Runs:
     # ---------------------------------------- Inside a head (issue #13): on demand, never during /visualise
     def inside_head(self, result: AttentionResult, kind: str, layer, head, query, factor=None) -> HeadInside:
         """One head for one query on ``result``'s sentence (``model.inside.inside_head``; ValueErrors for bad
-        choices). No decode: the ids come from the result; the layers run again up to ``layer`` (milliseconds),
-        so it is not cached."""
+        choices). No decode: the ids come from the result. The layers run once per sentence and kind (what their
+        attention sub-layers read stays in the cache: ``layer_inputs``); then a head or a query costs only its
+        own projections."""
         sentence = sentence_of(self.translator, result)
-        return self._inside(self.translator, sentence, None, kind, layer, head, query, factor)
+        inputs = self.layer_inputs(sentence, kind)
+        return self._inside(self.translator, sentence, None, kind, layer, head, query, factor, inputs)
+
+    def layer_inputs(self, sentence: Sentence, kind: str) -> LayerInputs:
+        """``model.replay.layer_inputs`` for all layers, cached: ~(Q + n) · d_model · 4 bytes a layer."""
+        compute = self._layer_inputs
+        return self.cached(("layer_inputs", sentence, kind), lambda: compute(self.translator, sentence, kind))
 
     def contributions(self, result: AttentionResult, kind: str) -> np.ndarray:
         """(L, H, Q, K) ‖α_j v_j W^O_h‖ normalised per row (the Attention tab's "contributions"), cached per
