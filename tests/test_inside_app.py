@@ -20,7 +20,7 @@ from model.cache import ByteLRU
 from model.inference import Translator
 from model.inside import contribution_maps
 from model.replay import prepare, sentence_of
-from viz.views import attention
+from viz.views import attention, closeup
 from viz.views import contributions as measures
 from viz.views import inside_head as inside_view
 from viz.views.runs import Runs
@@ -93,9 +93,9 @@ def test_the_toggle_draws_contributions_in_place_of_weights(runs, translator):
         calls.append(kind)
         return runs.contributions(res, kind)
 
-    weights = measures.views(cfg, contributions, result, "cross", 2, 3)
+    weights = closeup.views(cfg, contributions, result, "cross", 2, 3)
     assert calls == [] and weights == attention.views(cfg, result, "cross", 2, 3)  # weights: no extra work
-    overview, detail = measures.views(cfg, contributions, result, "cross", 2, 3, False, "fixed",
+    overview, detail = closeup.views(cfg, contributions, result, "cross", 2, 3, False, "fixed",
                                       measures.CONTRIBUTIONS)
     expected = runs.contributions(result, "cross")  # (L, H, Q, K)
     np.testing.assert_allclose(array(detail["data"][0]["z"]), expected[1, 2], atol=1e-6)
@@ -107,12 +107,12 @@ def test_the_toggle_draws_contributions_in_place_of_weights(runs, translator):
     assert detail["layout"]["title"]["text"].endswith(measures.TITLE_NOTE)
     assert detail["config"]["toImageButtonOptions"]["filename"].endswith("_contributions")
     assert weights[1]["data"][0]["colorbar"]["title"]["text"] == "weight"  # the weights' figure is untouched
-    *_, kept = measures.toggled(cfg, contributions, result, "cross", 2, 3, False, "fixed", None)
+    *_, kept = closeup.toggled(cfg, contributions, result, "cross", 2, 3, False, "fixed", None)
     assert kept == measures.WEIGHTS
     with pytest.raises(ValueError, match="The colour shows weights or contributions"):
-        measures.detail_plot(cfg, contributions, result, "cross", 2, 3, False, "fixed", "both")
+        closeup.detail_plot(cfg, contributions, result, "cross", 2, 3, False, "fixed", "both")
     with pytest.raises(ValueError, match="Unknown attention kind"):
-        measures.views(cfg, contributions, result, "both", 2, 3, False, "fixed", measures.CONTRIBUTIONS)
+        closeup.views(cfg, contributions, result, "both", 2, 3, False, "fixed", measures.CONTRIBUTIONS)
 
 
 def test_contribution_rows_sum_to_one_and_masked_keys_get_none(runs):

@@ -4,9 +4,9 @@
 show ‖α_j v_j W^O_h‖, how far key j moves head h's share of the sub-layer output, normalised per row
 (``model.inside.contribution_maps``; the app passes ``Runs.contributions(result, kind)``, cached per sentence).
 They are computed when asked for, for one kind: never while ``/visualise`` runs. The figures are the
-Attention tab's own (``viz.views.attention``), drawn from the contributions in place of the weights, with the
-colour bar, the hover and the title saying so. The public endpoints keep drawing weights: the app keeps the
-session's choice in a gr.State, which the API does not send (null = weights).
+Attention tab's own (``viz.views.closeup`` draws them: ``measured`` hands it the contributions in place of the
+weights, ``relabel`` makes the colour bar, the hover and the title say so). The public endpoints keep drawing
+weights: the app keeps the session's choice in a gr.State, which the API does not send (null = weights).
 """
 
 from __future__ import annotations
@@ -15,18 +15,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from viz.views import attention
 from viz.views.figure import Figure
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from model.config import TransformerConfig
     from model.inference import AttentionResult
 
 WEIGHTS, CONTRIBUTIONS = "weights", "contributions"
 CHOICES = [("weights α", WEIGHTS), ("contributions ‖α·v·W^O‖", CONTRIBUTIONS)]
-LABEL = "Colour shows (Kobayashi et al. 2020: how much each key moves the output)"
 VALUE_NAME = {WEIGHTS: "weight", CONTRIBUTIONS: "contribution"}  # the colour bar's title, the hover's word
 TITLE_NOTE = " · contributions"  # short: the close-up's title has little room
 Contributions = Callable[["AttentionResult", str], "np.ndarray"]  # (result, kind) -> (L, H, Q, K)
@@ -65,33 +62,3 @@ def relabel(figure: Figure | None, measure: str) -> Figure | None:
     options = figure["config"]["toImageButtonOptions"]
     options["filename"] += f"_{measure}"
     return figure
-
-
-def views(cfg: TransformerConfig, contributions: Contributions, result: AttentionResult | None, kind, layer, head,
-          present=False, colour="fixed", measure=None) -> tuple[Figure | None, Figure | None]:
-    """``attention.views`` (overview, detail) of the weights or of the contributions."""
-    if result is None:
-        return None, None
-    measure = check_measure(measure)
-    kind, layer, head = attention.check_view(cfg, kind, layer, head)  # before any model run
-    shown = measured(contributions, result, kind, measure)
-    overview, detail = attention.views(cfg, shown, kind, layer, head, present, colour)
-    return relabel(overview, measure), relabel(detail, measure)
-
-
-def detail_plot(cfg: TransformerConfig, contributions: Contributions, result: AttentionResult | None, kind, layer,
-                head, present=False, colour="fixed", measure=None) -> Figure | None:
-    """``attention.detail_plot`` of the weights or of the contributions."""
-    if result is None:
-        return None
-    measure = check_measure(measure)
-    kind, layer, head = attention.check_view(cfg, kind, layer, head)
-    shown = measured(contributions, result, kind, measure)
-    return relabel(attention.detail_plot(cfg, shown, kind, layer, head, present, colour), measure)
-
-
-def toggled(cfg: TransformerConfig, contributions: Contributions, result: AttentionResult | None, kind, layer, head,
-            present=False, colour="fixed", measure=None) -> tuple[Figure | None, Figure | None, str]:
-    """The toggle itself: both figures redrawn, and the choice for the session to keep."""
-    measure = check_measure(measure)
-    return (*views(cfg, contributions, result, kind, layer, head, present, colour, measure), measure)
