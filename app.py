@@ -216,10 +216,10 @@ def attention_tab(page: Page) -> AttentionView:
                              elem_id=PAGE["detail"], min_width=360)
         with gr.Row():
             with gr.Column(min_width=300):
-                lines_head = gr.Radio(decoding.lines_head_choices(cfg.n_heads), value=0, label="Alignment view: heads",
-                                      elem_id="lines-head")
-                lines = gr.Plot(label="Alignment view: a line per pair, opacity = weight (hover or click a token)",
-                                elem_id=PAGE["lines"])
+                lines_head = gr.Radio(decoding.lines_head_choices(cfg.n_heads), value=0, elem_id="lines-head",
+                                      label="Alignment view: a line per pair, opacity = weight; hover or click a "
+                                      "token for its lines only. Heads:")
+                lines = gr.Plot(show_label=False, elem_id=PAGE["lines"])  # titled figure: no badge, no 100 px
         tile_click = gr.Textbox(visible="hidden", elem_id=PAGE["tileClick"])
         row_click = gr.Textbox(visible="hidden", elem_id=PAGE["rowClick"])  # "Inside a head" listens (inside_head_tab)
         measured = gr.State(measures.WEIGHTS)  # weights or contributions (issue #13); the API sends none: weights
@@ -303,8 +303,8 @@ def classroom_events(page: Page, view: AttentionView, visualise, shown: list, th
         result = page.runs.attention(v.text, v.target)  # cached: visualise below reuses it
         layer, head = share.complete(v, result.maps(v.kind))
         picked = examples.find(v.text, v.kind, layer, head) if not v.target else None
-        notes = notes + ([picked.caption] if picked else [])
-        note = gr.Markdown(examples.markdown(notes), visible=bool(notes))
+        lines = ([" ".join(notes)] if notes else []) + ([picked.caption] if picked else [])  # notices, caption
+        note = gr.Markdown(examples.markdown(lines), visible=bool(lines))
         return (v.text, v.target, v.kind, layer, head, v.present, v.colour, note,
                 *visualise(v.text, v.target, v.kind, layer, head, v.present, v.colour, *focus_))
 
@@ -376,23 +376,28 @@ def decoding_tab(page: Page) -> None:
             source = gr.Textbox(label="English sentence (the Attention tab's, or your own)", scale=4,
                                 value=attention.DEFAULT_SOURCE, max_length=inputs.MAX_CHARS, elem_id="decode-source")
             run_btn = gr.Button("Translate step by step", variant="primary", scale=1, elem_id="decode-run")
+        # One screen at 1280×720: the step's controls, what it wrote and the top 5; then where it looked, per layer.
+        # The figures carry their titles (and exports keep them): no label badge (Gradio adds 100 px above a title).
         with gr.Row(equal_height=True):
-            prev_btn = gr.Button("◀ Previous", elem_id=PAGE["stepPrev"], scale=0, min_width=110)
-            step = gr.Slider(1, 2, value=1, step=1, label="Step (← / → keys)", elem_id="decode-step", scale=4)
-            next_btn = gr.Button("Next ▶", elem_id=PAGE["stepNext"], scale=0, min_width=110)
-        with gr.Row(equal_height=True):
-            layer = gr.Slider(1, cfg.n_layers, value=cfg.n_layers, step=1, label="Layer", elem_id="decode-layer")
-            head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head",
-                            elem_id="decode-head")
-            with gr.Column(min_width=200):
-                predict = gr.Checkbox(False, label="Predict, then reveal (hide the next token)",
-                                      elem_id="predict-mode")
-                reveal_btn = gr.Button("Reveal", elem_id="reveal", interactive=False)
-        status = gr.Markdown(elem_id="decode-status")
-        top5 = gr.Plot(label="Next token", elem_id="decode-top5")
+            prev_btn = gr.Button("◀ Previous", elem_id=PAGE["stepPrev"], min_width=140)
+            next_btn = gr.Button("Next ▶", elem_id=PAGE["stepNext"], min_width=140)
+            step = gr.Slider(1, 2, value=1, step=1, label="Step (← / → keys)", elem_id="decode-step", scale=3,
+                             min_width=300)
+            with gr.Column(min_width=240):
+                predict = gr.Checkbox(False, label="Predict, then reveal", elem_id="predict-mode")
+                reveal_btn = gr.Button("Reveal", elem_id="reveal", size="sm", interactive=False)
         with gr.Row():
-            self_row = gr.Plot(label="Masked self-attention", elem_id="decode-self", min_width=320)
-            cross_row = gr.Plot(label="Encoder–decoder attention", elem_id="decode-cross", min_width=320)
+            with gr.Column(scale=2, min_width=300):
+                status = gr.Markdown(elem_id="decode-status")
+            top5 = gr.Plot(show_label=False, elem_id="decode-top5", scale=3, min_width=320)
+        with gr.Row(equal_height=True):
+            layer = gr.Slider(1, cfg.n_layers, value=cfg.n_layers, step=1, label="Layer", elem_id="decode-layer",
+                              min_width=240)
+            head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head", scale=2,
+                            elem_id="decode-head")
+        with gr.Row():
+            self_row = gr.Plot(show_label=False, elem_id="decode-self", min_width=320)
+            cross_row = gr.Plot(show_label=False, elem_id="decode-cross", min_width=320)
         how_to_read("decoding")
     view = [status, top5, self_row, cross_row]
 
