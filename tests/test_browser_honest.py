@@ -241,7 +241,8 @@ def test_exported_figures_carry_sentence_kind_layer_head_tokens_and_a_white_back
         page.get_by_role("button", name="Overview as SVG").click()
     svg = info.value.path().read_text(encoding="utf-8")
     assert sentence in svg and "all 6 layers" in svg
-    assert 'class="xtick"' in svg and ">dogs<" in svg  # the tokens as tick labels
+    assert 'class="xtick"' in svg and ">dogs<" in svg  # the tokens as tick labels …
+    assert ">L1 H1<" in svg and ">L6 H8<" in svg  # … and every tile named
 
     with page.expect_download() as info:
         page.get_by_role("button", name="Overview as PNG").click()

@@ -121,7 +121,7 @@ def test_export_title_escapes_markup_and_shortens_long_sentences(greedy):
     title = export_title(nasty, "<i>what</i>")
     assert "<b>" not in title and "<i>" not in title and "$" not in title
     assert "&lt;b&gt;bold" in title and "&lt;i&gt;what" in title and "…" in title
-    assert title.count("<br>") == 1 and len(title) < 200
+    assert title.count("<br>") == 2 and len(title) < 200
     fig = with_export(finish_figure({"data": [], "layout": {}}, "f"), title)
     assert fig["layout"]["meta"]["export"] == {"title": title}
 

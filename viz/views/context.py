@@ -56,11 +56,11 @@ def _quoted(text: str) -> str:
 
 
 def export_title(result: AttentionResult, what: str) -> str:
-    """Two lines of plotly title text, escaped: the sentence and its translation, then ``what`` the figure shows
+    """Three lines of plotly title text, escaped: the sentence, its translation, then ``what`` the figure shows
     (kind, layer, head). A translation the user gave says so."""
     given = " (your translation, teacher forcing)" if result.teacher_forced else ""
-    sentence = f"{_quoted(result.source_text)} → {_quoted(result.translation or '(empty)')}{given}"
-    return f"{_escape_text(sentence)}<br>{_escape_text(what)}"
+    lines = (_quoted(result.source_text), f"→ {_quoted(result.translation or '(empty)')}{given}", what)
+    return "<br>".join(map(_escape_text, lines))
 
 
 def with_export(figure: Figure, title: str, category_ticks: bool = False) -> Figure:
