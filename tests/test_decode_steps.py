@@ -15,7 +15,8 @@ from model.decode import greedy_decode
 from model.inference import ASSETS, Translator
 from model.steps import DECIMALS, TOP_K, DecodeSteps, decode_steps
 from viz.encode import plotly_json
-from viz.views.decode_steps import MEAN, alignment_plot, decode_step_view, md_escape
+from viz.views.decode_steps import MEAN, alignment_plot, decode_step_view, md_escape, sentence_to_follow
+from viz.views.runs import Runs
 
 TEXT = "a red dog runs in the park."
 def values(v) -> np.ndarray:
@@ -233,3 +234,23 @@ def test_alignment_plot_draws_the_attention_maps(translator):
         alignment_plot(r, "cross", 9, 0)
     with pytest.raises(ValueError, match="Layer must be"):
         alignment_plot(r, "cross", "x", 0)
+
+
+def test_alignment_plot_waits_for_a_result():
+    assert alignment_plot(None, "cross", 1, 0) is None
+
+
+def test_the_decoding_tab_follows_the_attention_tabs_sentence(translator):
+    r = translator.attention(TEXT)
+    assert sentence_to_follow(r, "") == r.source_text  # not taken over yet: follow it
+    assert sentence_to_follow(r, r.source_text) is None  # taken over already: a sentence typed since stays
+    assert sentence_to_follow(None, "") is None  # the Attention tab has shown nothing yet
+
+
+def test_runs_cache_steps_per_sentence(translator):
+    runs = Runs(translator)
+    first = runs.steps(TEXT)
+    assert runs.steps(f"  {TEXT}\n") is first  # the same sentence as the model reads it: no second run
+    check_top_tokens(translator, TEXT, first)
+    with pytest.raises(ValueError, match="empty"):
+        runs.steps("   ")

@@ -30,12 +30,15 @@ def drawn(spec: dict) -> dict[tuple[int, int, int], float]:
     out = {}
     for tr in line_traces(spec):
         m = tr["meta"]["attnLines"]
-        assert tr["opacity"] == m["level"] / LEVELS
+        assert "opacity" not in tr  # the line colour's alpha (a trace opacity darkens a dark page in Chromium)
+        assert tr["line"]["color"] == head_color(m["head"], m["level"] / LEVELS)
+        opacity = float(tr["line"]["color"].rsplit(",", 1)[1].rstrip(")"))
+        assert opacity == m["level"] / LEVELS
         assert tr["x"] == [0, 1, None] * len(m["q"])
         assert tr["y"][0::3] == m["q"] and tr["y"][1::3] == m["k"] and set(tr["y"][2::3]) == {None}
         for q, k in zip(m["q"], m["k"]):
             assert (m["head"], q, k) not in out  # each pair drawn once
-            out[m["head"], q, k] = tr["opacity"]
+            out[m["head"], q, k] = opacity
     return out
 
 
@@ -55,17 +58,18 @@ def test_line_opacity_is_the_weight(head):
     assert len(lines) > 10
     # the colour is the head's, in both views
     for tr in line_traces(spec):
-        assert tr["line"]["color"] == head_color(tr["meta"]["attnLines"]["head"])
+        m = tr["meta"]["attnLines"]
+        assert tr["line"]["color"] == head_color(m["head"], m["level"] / LEVELS)
 
 
 def test_all_heads_have_distinct_colours_and_a_legend_each():
     w = softmax_maps((1, 8, 5, 5), sharpness=0.3)  # spread: every head draws lines
     spec = lines_spec(w, list("abcde"), list("vwxyz"), 1, ALL_HEADS)
     assert len(set(HEAD_COLORS)) == len(HEAD_COLORS) == 8
-    colours = {tr["meta"]["attnLines"]["head"]: tr["line"]["color"] for tr in line_traces(spec)}
-    assert sorted(colours) == list(range(1, 9)) and len(set(colours.values())) == 8
+    colours = {(tr["meta"]["attnLines"]["head"], tr["line"]["color"].rsplit(",", 1)[0]) for tr in line_traces(spec)}
+    assert sorted(h for h, _ in colours) == list(range(1, 9)) and len({c for _, c in colours}) == 8  # rgb, not alpha
     legend = [tr["name"] for tr in spec["data"] if tr.get("showlegend")]
-    assert legend == [f"head {h}" for h in range(1, 9)]
+    assert legend == [str(h) for h in range(1, 9)] and spec["layout"]["legend"]["title"]["text"] == "heads"
     one = lines_spec(w, list("abcde"), list("vwxyz"), 1, 3)
     assert not one["layout"]["showlegend"] and not any(tr.get("showlegend") for tr in one["data"])
     assert all(tr["legendgroup"] == f"head {tr['meta']['attnLines']['head']}" for tr in line_traces(spec))

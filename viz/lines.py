@@ -15,9 +15,11 @@ Encoding (plotly cannot vary opacity within one trace, and one trace per line is
   row has at most 1 / THRESHOLD = 20 weights >= 0.05, so a head draws at most 20 lines per query token;
 - machine-readable: each line trace carries ``meta = {LINE_META: {"head": h (1-based), "level": n,
   "q": [...], "k": [...]}}``, the query and key index of each of its segments in order; its opacity
-  is n / LEVELS. The token columns carry ``meta = {TOKEN_META: "q" | "k"}`` and ``customdata`` =
-  the token index (``LINE_META``, ``TOKEN_META``). The page script reads these to show only one
-  token's lines on hover or click (``Plotly.restyle`` of the line traces' x and y from their meta).
+  is n / LEVELS, the alpha of its line colour (rgba): an opacity on the trace would be a group opacity,
+  which Chromium composites as a dark veil over a dark page. The token columns carry
+  ``meta = {TOKEN_META: "q" | "k"}`` and ``customdata`` = the token index (``LINE_META``, ``TOKEN_META``).
+  The page script (assets/web/app.js) reads these to show only one token's lines on hover or click: plotly
+  draws each segment as its own ``path.js-line``, in this order, and the script hides the others.
 
 Colours: the Okabe–Ito palette (colour-blind safe), its black replaced by grey so that it shows on a
 dark page; head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views.
@@ -38,6 +40,7 @@ ALL_HEADS = 0  # `head` value: every head, each in its own colour
 HEAD_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
 FONT_PX = 14
 ROW_PX = 24  # vertical pitch of one token row
+LEGEND_PX = 72  # bottom margin for the heads' legend: two rows of entries (a phone), under the axis titles' ends
 LINE_PX = 2
 
 # The page script's contract (assets/web/app.js shows only a hovered or clicked token's lines): the names of the
@@ -51,9 +54,13 @@ def _axis(**extra) -> dict:
     return {"showgrid": False, "zeroline": False, "showline": False, "ticks": "", **extra}
 
 
-def head_color(head: int) -> str:
-    """Colour of head ``head`` (1-based)."""
-    return HEAD_COLORS[(head - 1) % len(HEAD_COLORS)]
+def head_color(head: int, alpha: float | None = None) -> str:
+    """Colour of head ``head`` (1-based); with ``alpha``, as rgba() with that opacity."""
+    color = HEAD_COLORS[(head - 1) % len(HEAD_COLORS)]
+    if alpha is None:
+        return color
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha:g})"
 
 
 def _segments(q: np.ndarray, k: np.ndarray) -> tuple[list, list]:
@@ -81,8 +88,7 @@ def _line_traces(w: np.ndarray, heads: Sequence[int]) -> list[dict]:
                     mode="lines",
                     x=x,
                     y=y,
-                    opacity=n / LEVELS,
-                    line=dict(color=head_color(head), width=LINE_PX),
+                    line=dict(color=head_color(head, n / LEVELS), width=LINE_PX),
                     hoverinfo="skip",
                     name=f"head {head}",
                     legendgroup=f"head {head}",
@@ -106,7 +112,7 @@ def _legend_trace(head: int) -> dict:
         y=[0, 0],
         line=dict(color=head_color(head), width=4),
         hoverinfo="skip",
-        name=f"head {head}",
+        name=str(head),  # short: the legend's title says "heads" (8 entries fit a phone's width in two rows)
         legendgroup=f"head {head}",
         showlegend=True,
     )
@@ -172,15 +178,16 @@ def lines_spec(
     q_text = [escape_token(t) for t in query_tokens]
     k_text = [escape_token(t) for t in key_tokens]
     rows = max(n_q, n_k)
+    top, bottom = (40 if title else 12), (LEGEND_PX if len(heads) > 1 else 12)
     data = _line_traces(shown, heads)
     if len(heads) > 1:
         data += [_legend_trace(h) for h in heads]
     data += [_token_trace("q", q_text, 0, "query"), _token_trace("k", k_text, 1, "key")]
     layout = dict(
         template=dict(layout=dict(hovermode="closest")),  # plotly's default template kept out of the JSON
-        height=ROW_PX * rows + (40 if title else 12) + (80 if len(heads) > 1 else 40),
+        height=ROW_PX * rows + top + bottom,  # margins reserved: the rows keep ROW_PX on any width
         autosize=True,
-        margin=dict(l=8, r=8, t=40 if title else 12, b=8),
+        margin=dict(l=8, r=8, t=top, b=bottom),
         paper_bgcolor=TRANSPARENT,
         plot_bgcolor=TRANSPARENT,
         font=dict(color=TEXT_COLOR, size=FONT_PX),
@@ -189,7 +196,8 @@ def lines_spec(
         xaxis=_axis(range=[-0.08, 1.08], showticklabels=False, fixedrange=True),
         yaxis=_token_axis(q_text, rows, query_label, side="left"),
         yaxis2=_token_axis(k_text, rows, key_label, side="right", overlaying="y"),
-        legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="top", font=dict(size=FONT_PX)),
+        legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="top", font=dict(size=FONT_PX),
+                    title=dict(text="heads", side="left"), itemwidth=30),
         showlegend=len(heads) > 1,
     )
     if title:

@@ -196,7 +196,8 @@ def top5_spec(steps: DecodeSteps, t: int) -> dict:
         hovertemplate="%{customdata}: p = %{x:.4f}<extra></extra>",
     )
     yaxis = _axis(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels,
-                  range=[len(labels) - 0.5, -0.5], automargin=True, fixedrange=True)
+                  range=[len(labels) - 0.5, -0.5], automargin=True, fixedrange=True,
+                  ticks="outside", ticklen=8, tickcolor=TRANSPARENT)  # invisible ticks: a gap before the bars
     title = [f"Step {t}: the {len(labels)} most likely next tokens"]
     layout = _layout(title, 320, xaxis=_value_axis("probability", top=1.15), yaxis=yaxis, bargap=0.25)
     return dict(data=[bars], layout=layout)
