@@ -168,10 +168,10 @@ def test_step_through_with_buttons_and_arrow_keys_then_predict_and_reveal(page: 
 
     # A new sentence in the Attention tab is taken over when the Decoding tab opens again
     select(page, "attention")
-    before = page.evaluate(VALUE, "translation")
+    before = page.inner_text("#status")  # the run's status comes in the same event as the session's result
     page.fill("#source textarea", "The cat sat on the mat.")
     page.click("#run")
-    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
+    page.wait_for_function("(old) => document.querySelector('#status').innerText !== old", arg=before)
     select(page, "decoding")
     page.wait_for_function(f"() => ({VALUE})('decode-source') === 'The cat sat on the mat.'")
     wait_status(page, "Step 1 of")
