@@ -385,7 +385,7 @@ def decoding_tab(page: Page) -> None:
                              min_width=300)
             with gr.Column(min_width=240):
                 predict = gr.Checkbox(False, label="Predict, then reveal", elem_id="predict-mode")
-                reveal_btn = gr.Button("Reveal", elem_id="reveal", size="sm", interactive=False)
+                reveal_btn = gr.Button("Reveal", elem_id="reveal", interactive=False)
         with gr.Row():
             with gr.Column(scale=2, min_width=300):
                 status = gr.Markdown(elem_id="decode-status")
@@ -421,7 +421,8 @@ def decoding_tab(page: Page) -> None:
         return False, *step_view(text, step_, layer_, head_, not predict_)
 
     def toggle_predict(text: str, step_, layer_, head_, predict_: bool):
-        return False, gr.Button(interactive=predict_), *step_view(text, step_, layer_, head_, not predict_)
+        reveal_btn_ = gr.Button(interactive=predict_, variant="primary" if predict_ else "secondary")  # the room's cue
+        return False, reveal_btn_, *step_view(text, step_, layer_, head_, not predict_)
 
     def redraw(text: str, step_, layer_, head_, predict_: bool, revealed_: bool):  # a reveal holds
         return step_view(text, step_, layer_, head_, not predict_ or revealed_)
