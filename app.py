@@ -31,9 +31,11 @@ import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
+from gradio_sessions import lean_sessions  # noqa: E402
 from model.ablation import all_heads, load_ranking  # noqa: E402
 from model.analysis import head_stats_payload  # noqa: E402
 from model.batching import BatchSettings  # noqa: E402
+from model.cache import fixed_mmap_threshold  # noqa: E402
 from model.cli import USER_ERRORS, fail  # noqa: E402
 from model.inference import ASSETS, Translator  # noqa: E402
 from viz.architecture import figure1_svg, figure2_svg  # noqa: E402
@@ -70,7 +72,7 @@ except ImportError:
 
 MODEL_DIR = Path(os.environ.get("ATTN_MODEL_DIR", ASSETS))
 WEB = Path(__file__).resolve().parent / "assets" / "web"
-SESSION_CAPACITY = 500  # sessions whose state Gradio keeps (the oldest go first): ~0.1 MB each, see README
+SESSION_CAPACITY = 2000  # sessions whose state Gradio keeps (least recently used go first): ~40 KB each, see README
 CACHE_AGE_S = 3600  # Gradio deletes the app's cached files (exports) this old, checking as often
 # A head ablation decodes the shipped sample (~3 CPU-seconds): one at a time, in a queue of its own, so that it never
 # takes more than one of the workers the other requests share (its page events and /ablate share the queue).
@@ -741,27 +743,18 @@ def page_script() -> str:
     return f"({(WEB / 'app.js').read_text(encoding='utf-8')})({json.dumps(PAGE)})"
 
 
-def forget_session_values() -> None:
-    """Gradio 6 keeps a copy of every session's last input and output values (``SessionState.config_values``,
-    read only by its /gradio_api/deep_link route, which this app does not use): at 100 tokens a side ~2 MB of
-    plot JSON per session, for up to ``SESSION_CAPACITY`` sessions. Served by ``launch``, sessions keep none
-    (``tests/test_memory.py`` fails should a Gradio upgrade move this)."""
-    from gradio.state_holder import SessionState
-
-    SessionState._update_value_in_config = lambda self, key, value: None
-
-
 def launch(demo: gr.Blocks, **kwargs):
     """Serve ``demo`` as the Space does (``kwargs`` go to ``demo.launch``). A classroom of 30 waits its turn
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
     batch (``model.batching``; with ``ATTN_BATCH=0``, two at a time for two cores), and api_open=False sends even
-    raw HTTP calls through the queue. Gradio keeps ~0.1 MB per session: ``SESSION_CAPACITY`` bounds the count.
+    raw HTTP calls through the queue. Sessions are small (``gradio_sessions``); ``SESSION_CAPACITY`` bounds the count.
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
     The app takes no uploads: Gradio's upload route refuses any file that is not empty (``max_file_size``)."""
     batching = BatchSettings.from_env()
     workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
     demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
-    forget_session_values()
+    lean_sessions()  # Gradio's per-session copy of every component and value: not kept (gradio_sessions.py)
+    fixed_mmap_threshold()  # freed maps go back to the OS (model/cache.py)
     return demo.launch(share=False, css_paths=[WEB / "app.css"], js=page_script(), show_error=False,
                        max_file_size=0, state_session_capacity=SESSION_CAPACITY, **kwargs)
 

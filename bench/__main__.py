@@ -22,7 +22,7 @@ from viz.vocab import set_offline_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
-SECTIONS = ("server", "browser", "payload", "model")  # server also yields load, cold_start and payload_sent
+SECTIONS = ("server", "browser", "payload", "model", "capacity")  # server also yields load, cold_start, payload_sent
 GOALS = {"ratio_browser": 8.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
          "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
 
@@ -55,8 +55,8 @@ def meta(threads: int) -> dict:
     }
 
 
-def run_all(quick: bool, threads: int) -> dict:
-    from bench import browser, model_speed, payload, server
+def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> dict:
+    from bench import browser, capacity, model_speed, payload, server
     from model.checkpoint import TOKENIZER_FILE
     from model.inference import ASSETS
     from model.tokenizer import Tokenizer
@@ -68,8 +68,9 @@ def run_all(quick: bool, threads: int) -> dict:
         "browser": lambda: {"browser": browser.run(quick, log)},
         "payload": lambda: {"payload": payload.run()},
         "model": lambda: {"model": model_speed.run(quick, threads, log)},
+        "capacity": lambda: {"capacity": capacity.run(quick, log)},
     }
-    for name in SECTIONS:
+    for name in sections:
         log(f"[bench] {name} ...")
         t0 = time.perf_counter()
         try:
@@ -145,7 +146,8 @@ def table(r: dict) -> str:
     if "load" in r:
         ld = r["load"]
         rows += [
-            (f"Load: {ld['clients']} clients × {ld['requests_per_client']} requests (median / p95)",
+            (f"Load: {ld['clients']} clients × {ld['requests_per_client']} requests, each client its own sentence "
+             "(cached after its first request; median / p95)",
              f"{ld['median_ms']:.0f} / {ld['p95_ms']:.0f} ms ({ld['throughput_rps']:.1f} req/s)", "", ""),
             ("Load: errors", str(ld["errors"]), "0", "yes" if ld["errors"] == 0 else "**no**"),
             ("Load: app peak RSS (VmHWM)", f"{ld['peak_rss_mb']:.0f} MB", "", ""),
@@ -154,6 +156,10 @@ def table(r: dict) -> str:
         c = r["cold_start"]
         rows += [("Cold start: spawn → HTTP 200", f"{c['to_http_200_s']:.1f} s", "", ""),
                  ("Cold start: spawn → first visualisation", f"{c['to_first_visualisation_s']:.1f} s", "", "")]
+    if "capacity" in r:
+        from bench.capacity import rows as capacity_rows
+
+        rows += capacity_rows(r["capacity"])
     m = r["meta"]
     lines = [
         f"Device: {m['device']}, {m['dtype']}; CPU: {m['cpu']} ({m['cpu_count']} cores); torch {m['torch']}, "
@@ -174,10 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write results ({DEFAULT_JSON})")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads for the model section (default 1: what the app uses on a CPU)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
     args = parser.parse_args(argv)
+    sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
+    if unknown := sorted(set(sections) - set(SECTIONS)):
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
     set_offline_env()
     t0 = time.perf_counter()
-    results = run_all(args.quick, args.threads)
+    results = run_all(args.quick, args.threads, sections)
     results["total_s"] = time.perf_counter() - t0
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=1, allow_nan=True) + "\n", encoding="utf-8")

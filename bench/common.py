@@ -39,11 +39,12 @@ SENTENCES = (
 _POOL = " ".join(SENTENCES).split()
 
 
-def words(n: int) -> str:
-    """The first ``n`` words of the caption pool (ending with a full stop)."""
-    if not 1 <= n <= len(_POOL):
-        raise ValueError(f"n must be 1..{len(_POOL)}, got {n}")
-    text = " ".join(_POOL[:n])
+def words(n: int, start: int = 0) -> str:
+    """``n`` words of the caption pool from word ``start`` on (ending with a full stop): a new ``start``
+    gives a new sentence of about the same length (one the app has not cached yet)."""
+    if not 1 <= n <= len(_POOL) - start or start < 0:
+        raise ValueError(f"n must be 1..{len(_POOL) - start} from start {start}, got {n}")
+    text = " ".join(_POOL[start:start + n])
     return text if text.endswith(".") else text.rstrip(",") + "."
 
 
@@ -93,13 +94,15 @@ class AppProcess:
 
 
 @contextlib.contextmanager
-def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0) -> Iterator[AppProcess]:
-    """``python <args>`` on a free loopback port (the browser tests' app too), timed and with its pid.
+def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0,
+                env: dict[str, str] | None = None) -> Iterator[AppProcess]:
+    """``python <args>`` on a free loopback port (the browser tests' app too), timed and with its pid;
+    ``env`` adds to the environment (e.g. ``ATTN_BATCH=0``, ``ATTN_CACHE_MB``).
 
     Output goes to a temporary file (a pipe nobody reads could fill up and block the server).
     """
     port = free_port()
-    env = {**os.environ, **OFFLINE_ENV, "GRADIO_SERVER_PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **OFFLINE_ENV, **(env or {}), "GRADIO_SERVER_PORT": str(port), "PYTHONUNBUFFERED": "1"}
     env.pop("GRADIO_SERVER_NAME", None)  # Gradio's default: 127.0.0.1
     url = f"http://127.0.0.1:{port}/"
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -131,6 +134,9 @@ def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0) -> It
 
 class CallError(RuntimeError):
     """The event finished with ``event: error`` (or an unexpected HTTP answer)."""
+
+
+_DEFAULTS: dict[tuple, list] = {}  # (host, port, endpoint) -> its parameters' defaults
 
 
 class GradioHTTP:
@@ -165,8 +171,24 @@ class GradioHTTP:
             return data
         raise AssertionError("unreachable")
 
-    def call(self, name: str, data: list) -> tuple[list, int]:
-        answer = self._request("POST", f"/gradio_api/call/{name}", json.dumps({"data": data}).encode())
+    def defaults(self, name: str) -> list:
+        """The default of every parameter of endpoint ``name`` (None where it has none), from /gradio_api/info."""
+        key = (self.host, self.port, name)
+        if key not in _DEFAULTS:
+            info = json.loads(self._request("GET", "/gradio_api/info"))
+            params = info["named_endpoints"][f"/{name}"]["parameters"]
+            _DEFAULTS[key] = [p.get("parameter_default") for p in params]
+        return _DEFAULTS[key]
+
+    def call(self, name: str, data: list, session_hash: str | None = None) -> tuple[list, int]:
+        """Run endpoint ``name`` with ``data`` for its first inputs and the defaults for the rest (so that an
+        input added to the app later does not break the benchmark). Each call is a new Gradio session unless
+        ``session_hash`` names one (calls with the same hash share its gr.State)."""
+        defaults = self.defaults(name)
+        body = {"data": list(data) + defaults[len(data):]}
+        if session_hash is not None:
+            body["session_hash"] = session_hash
+        answer = self._request("POST", f"/gradio_api/call/{name}", json.dumps(body).encode())
         event_id = json.loads(answer)["event_id"]
         raw = self._request("GET", f"/gradio_api/call/{name}/{event_id}")
         event = None

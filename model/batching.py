@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from model.decode import beam_search, greedy_decode, max_output_length, strip_special
 from model.inference import BOS_PIECE, EOS_PIECE, AttentionResult, Translator, clean_text
@@ -58,34 +57,43 @@ def _greedy_steps(
     model: EncoderDecoder, memory: torch.Tensor, src_mask: torch.Tensor, limits: list[int], scale: float | None
 ) -> tuple[list[list[int]], list[int], AttentionMaps]:
     """Greedy decoding as ``model.decode.greedy_decode`` does it, but row i stops at its own EOS or after
-    ``limits[i]`` steps. -> (output ids per row, steps per row, maps (B, H, T, T) / (B, H, T, S))."""
+    ``limits[i]`` steps, and a finished row leaves the batch (its later steps would be thrown away).
+    -> (output ids per row, steps per row, maps (B, H, T, T) / (B, H, T, S), zero after a row's last step)."""
     cfg, b, dev = model.cfg, memory.size(0), memory.device
     limit = torch.tensor(limits, device=dev)
     state = model.new_state()
+    rows = torch.arange(b, device=dev)  # the batch rows still decoding
     token = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=dev)
-    finished = torch.zeros(b, dtype=torch.bool, device=dev)
-    out, steps = [], []
+    out = torch.full((b, max(limits)), cfg.pad_id, dtype=torch.long, device=dev)  # (B, T)
+    n_steps = torch.zeros(b, dtype=torch.long, device=dev)
+    steps = []
     for step in range(max(limits)):
         step_maps = AttentionMaps()
-        logits = model.decode(token, memory, src_mask, scale, state, step_maps)  # (B, 1, V)
-        steps.append(step_maps)
-        token = logits[:, -1].argmax(-1, keepdim=True).masked_fill(finished[:, None], cfg.pad_id)  # (B, 1)
-        out.append(token)
-        finished |= (token[:, 0] == cfg.eos_id) | (step + 1 >= limit)
-        if finished.all():
+        logits = model.decode(token, memory, src_mask, scale, state, step_maps)  # (b, 1, V), b = rows left
+        steps.append((rows, step_maps))
+        token = logits[:, -1].argmax(-1, keepdim=True)  # (b, 1)
+        out[rows, step] = token[:, 0]
+        n_steps[rows] = step + 1
+        going = (token[:, 0] != cfg.eos_id) & (step + 1 < limit[rows])
+        if not going.any():
             break
+        if not going.all():
+            keep = going.nonzero()[:, 0]
+            rows, token = rows[keep], token[keep]
+            memory, src_mask = memory[keep], src_mask[keep]
+            state.reorder(keep)
     t = len(steps)
     maps = AttentionMaps()
     for layer in range(cfg.n_layers):
-        rows = [F.pad(st.decoder_self[layer], (0, t - i - 1)) for i, st in enumerate(steps)]  # (B, H, 1, T)
-        maps.decoder_self.append(torch.cat(rows, dim=2))  # (B, H, T, T)
-        maps.cross.append(torch.cat([st.cross[layer] for st in steps], dim=2))  # (B, H, T, S)
-    ids = torch.cat(out, dim=1).tolist()  # (B, T)
-    n_steps = []
-    for i, row in enumerate(ids):
-        row = row[: limits[i]]
-        n_steps.append(row.index(cfg.eos_id) + 1 if cfg.eos_id in row else len(row))
-    return [strip_special(row[:n], model) for row, n in zip(ids, n_steps)], n_steps, maps
+        self_w = memory.new_zeros((b, cfg.n_heads, t, t))
+        cross = memory.new_zeros((b, cfg.n_heads, t, memory.size(1)))
+        for i, (at, st) in enumerate(steps):
+            self_w[at, :, i, : i + 1] = st.decoder_self[layer][:, :, 0]  # (b, H, i + 1)
+            cross[at, :, i] = st.cross[layer][:, :, 0]  # (b, H, S)
+        maps.decoder_self.append(self_w)
+        maps.cross.append(cross)
+    ids, lengths = out.tolist(), n_steps.tolist()
+    return [strip_special(row[:n], model) for row, n in zip(ids, lengths)], lengths, maps
 
 
 @dataclass
@@ -102,11 +110,14 @@ def _prepare(translator: Translator, requests: Sequence[tuple[str, str | None]])
     results: list = [None] * len(requests)
     prepared = []
     for i, (text, target) in enumerate(requests):
-        warnings: list[str] = []
         try:
-            text, src_ids = translator._ids(text, "source sentence", warnings)
+            text, src_ids, warnings = translator.encode_input(text)
             target = clean_text(target)
-            tgt_ids = translator._ids(target, "given translation", warnings)[1] if target else None
+            if target:
+                _, tgt_ids, more = translator.encode_input(target, "given translation")
+                warnings += more
+            else:
+                tgt_ids = None
         except ValueError as exc:
             results[i] = exc
             continue
@@ -168,6 +179,7 @@ def attention_batch(
             teacher_forced=row.tgt_ids is not None,
             scale=float(cfg.scale if scale is None else scale),
             warnings=row.warnings,
+            target_ids=list(out_ids),
         )
     return results
 
@@ -186,7 +198,7 @@ def translate_batch(
     batch: list[tuple[int, list[int]]] = []
     for i, text in enumerate(texts):
         try:
-            batch.append((i, translator._ids(text, "source sentence", [])[1]))
+            batch.append((i, translator.encode_input(text)[1]))
         except ValueError as exc:
             results[i] = exc
     if not batch:

@@ -18,6 +18,7 @@ computed again when someone asks for it: eviction costs time, never an answer.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
 import sys
@@ -46,6 +47,23 @@ def budget_from_env(environ: Mapping[str, str] = os.environ) -> int:
     if not 0 <= mb < 1e7:  # also refuses NaN
         raise ValueError(f"{BUDGET_ENV} must be from 0 to 10,000,000 megabytes, got {raw!r}")
     return int(mb * MB)
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def fixed_mmap_threshold(threshold: int = 128 * 1024) -> bool:
+    """Keep large arrays (attention maps, plot JSON) in their own mmap, returned to the OS when freed.
+
+    glibc raises its mmap threshold to the size of any mmapped block that is freed (up to 32 MB); from then on
+    blocks of a few MB come from heap arenas that rarely shrink, and a server's resident memory grows by
+    ~0.3 MB per request although nothing is kept (measured: 120 sessions at 100 tokens, +34 MB; with a
+    fixed threshold, +6 MB). Setting the threshold (glibc's default value) turns that adjustment off.
+    Returns False where there is no glibc (nothing changes)."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, threshold))
+    except (OSError, AttributeError):
+        return False
 
 
 def nbytes(value: Any) -> int:

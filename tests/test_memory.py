@@ -1,0 +1,103 @@
+"""Memory stays bounded whatever the number of sessions (issue #16.1), through the raw HTTP API.
+
+The app is served in-process as ``app.launch`` serves it, with a 4 MB result cache. Sixty fresh sessions (raw
+/gradio_api/call without a session hash: each call is a new session, as a crawler's would be) each visualise
+a distinct sentence. Then: the cache holds at most its budget; the sessions hold keys, never maps or plots;
+the process grew by a few MB, not by the ~1 MB per session that keeping results per session costs; and a
+session whose result was evicted still gets its views (recomputed, identical).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bench.capacity import distinct_text
+from bench.common import GradioHTTP, free_port, read_status_kb
+from model.cache import MB, nbytes
+from model.inference import Translator
+from viz.views.runs import AttentionKey, Runs, SessionResult
+
+pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
+
+BUDGET_MB = 4  # ~15 results of ~25 tokens a side
+SESSIONS = 60
+
+
+@pytest.fixture(scope="module")
+def served():
+    import app
+
+    with pytest.MonkeyPatch.context() as patch:  # the budget is read when the app is built
+        patch.setenv("ATTN_CACHE_MB", str(BUDGET_MB))
+        demo = app.create_app(app.load_translator())
+    app.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    try:
+        yield SimpleNamespace(demo=demo, client=GradioHTTP(demo.local_url))
+    finally:
+        demo.close()
+
+
+def visualise(served, i: int, session_hash: str | None = None) -> list:
+    """Session ``i``'s run: its own sentence, with a given target (one teacher-forced pass: fast)."""
+    return served.client.call("visualise", [distinct_text(i), distinct_text(i + 1000)], session_hash)[0]
+
+
+def session_states(demo) -> list:
+    return [v for s in list(demo.state_holder.session_data.values()) for v in s.state_data.values()]
+
+
+def first_plot(outputs: list) -> dict:
+    return next(json.loads(o["plot"]) for o in outputs if isinstance(o, dict) and o.get("type") == "plotly")
+
+
+def test_many_sessions_keep_keys_and_the_cache_stays_in_budget(served):
+    pid = os.getpid()
+    for i in range(10):
+        visualise(served, i)
+    rss_10 = read_status_kb(pid, "VmRSS") / 1024
+    for i in range(10, SESSIONS):
+        visualise(served, i)
+    growth = read_status_kb(pid, "VmRSS") / 1024 - rss_10
+
+    states = session_states(served.demo)
+    results = [v for v in states if isinstance(v, SessionResult)]
+    assert len(results) >= SESSIONS  # every session kept its run ...
+    assert sum(nbytes(v) for v in states) < SESSIONS * 2000  # ... as a key of a few hundred bytes
+    cache = results[0].runs.cache
+    assert cache.budget == BUDGET_MB * MB and 0 < cache.nbytes <= cache.budget  # the maps: within budget
+    assert cache.evictions > 0
+    # Gradio's own copy of each session's components and last outputs (~2 MB of plots at 100 tokens) is gone
+    assert all(not s.config_values for s in served.demo.state_holder.session_data.values())
+    # 50 sessions: a few MB (measured ~2.5); keeping each session's result and plots cost ~1 MB per session
+    assert growth < 25, f"the server grew by {growth:.0f} MB over {SESSIONS - 10} sessions"
+
+
+def test_a_session_whose_result_was_evicted_gets_its_views_again(served):
+    outputs = visualise(served, 500, session_hash="evicted-one")
+    key = AttentionKey.of(distinct_text(500), distinct_text(1500))
+    cache = next(v for v in session_states(served.demo) if isinstance(v, SessionResult)).runs.cache
+    for i in range(501, 530):  # push it out
+        visualise(served, i)
+    assert ("attention", *key) not in cache
+    views, _ = served.client.call("render_views", [], session_hash="evicted-one")  # its state's key, recomputed
+    assert first_plot(views) == first_plot(outputs)
+    assert ("attention", *key) in cache
+
+
+def test_runs_recompute_an_evicted_result_identically(tiny_model_dir):
+    from model.cache import ByteLRU
+
+    runs = Runs(Translator(tiny_model_dir, device="cpu"), cache=ByteLRU(1))  # nothing fits: always recomputed
+    session, result = runs.session("a dog runs in the park.", " ein hund rennt ")
+    assert session.key == AttentionKey("a dog runs in the park.", "ein hund rennt", None) and len(runs.cache) == 0
+    again = session.get()
+    assert again is not result and again.translation == result.translation
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        np.testing.assert_array_equal(again.maps(kind), result.maps(kind))
+    cached = Runs(runs.translator).attention("a dog runs.")
+    assert not cached.cross.flags.writeable  # shared by every session: read-only
