@@ -72,7 +72,7 @@ except ImportError:
 
 MODEL_DIR = Path(os.environ.get("ATTN_MODEL_DIR", ASSETS))
 WEB = Path(__file__).resolve().parent / "assets" / "web"
-SESSION_CAPACITY = 2000  # sessions whose state Gradio keeps (least recently used go first): ~40 KB each, see README
+SESSION_CAPACITY = 2000  # sessions whose state Gradio keeps (least recently used go first): ~50 KB each, see README
 CACHE_AGE_S = 3600  # Gradio deletes the app's cached files (exports) this old, checking as often
 # A head ablation decodes the shipped sample (~3 CPU-seconds): one at a time, in a queue of its own, so that it never
 # takes more than one of the workers the other requests share (its page events and /ablate share the queue).

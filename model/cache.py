@@ -67,7 +67,8 @@ def fixed_mmap_threshold(threshold: int = 128 * 1024) -> bool:
 
 
 def nbytes(value: Any) -> int:
-    """The bytes a cached value holds that grow with its content (see the module docstring)."""
+    """The bytes a cached value holds that grow with its content (see the module docstring). Other objects
+    count as ``sys.getsizeof`` (their attributes are not followed: they may hold the whole model)."""
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
     if isinstance(value, (str, bytes)):
@@ -80,7 +81,8 @@ def nbytes(value: Any) -> int:
         return sum(nbytes(v) for v in value) + 8 * len(value)
     if isinstance(value, dict):
         return sum(nbytes(k) + nbytes(v) for k, v in value.items()) + 16 * len(value)
-    return sys.getsizeof(value)
+    size = getattr(value, "nbytes", None)  # a torch tensor (without importing torch here)
+    return size if isinstance(size, int) else sys.getsizeof(value)
 
 
 class ByteLRU:

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import torch
 
 from model.cache import BUDGET_ENV, DEFAULT_BUDGET_MB, MB, ByteLRU, budget_from_env, nbytes
 from model.inference import AttentionResult
@@ -56,6 +57,7 @@ def test_nbytes_counts_arrays_and_text_of_a_result():
     arrays = 4 * 4 * (s * s + t * t + t * s)
     assert arrays <= nbytes(result) <= arrays + 200  # the maps, plus some tens of bytes of text
     assert nbytes({"a": block(40), "b": [block(8), "xy"]}) >= 50
+    assert nbytes(torch.zeros(10)) == 40  # tensors count too
 
 
 def test_budget_from_env():

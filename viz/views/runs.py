@@ -69,11 +69,11 @@ class SessionResult:
 def read_only(value: Any) -> Any:
     """``value`` with the numpy arrays among its dataclass fields made read-only (a cached value is shared by
     every session: a presenter that wrote into it would change what others see)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            arr = getattr(value, f.name)
-            if isinstance(arr, np.ndarray):
-                arr.flags.writeable = False
+            read_only(getattr(value, f.name))  # arrays, and the arrays of nested results
     return value
 
 
