@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -257,7 +257,7 @@ class MicroBatcher:
         self._queue: deque[tuple[Hashable, Any, Future]] = deque()
         self._cond = threading.Condition()
         self._worker: threading.Thread | None = None
-        self.batch_sizes: list[int] = []  # one entry per batch run (for the bench and the tests)
+        self.batch_sizes: Counter[int] = Counter()  # batch size -> how many batches of that size ran
 
     def submit(self, group: Hashable, item: Any) -> Any:
         """Run ``item`` in a batch of its ``group``; blocks until its result (or raises its exception)."""
@@ -289,7 +289,7 @@ class MicroBatcher:
     def _loop(self) -> None:
         while True:
             group, batch = self._take()
-            self.batch_sizes.append(len(batch))
+            self.batch_sizes[len(batch)] += 1
             try:
                 results = self._run(group, [item for item, _ in batch])
                 if len(results) != len(batch):
