@@ -173,7 +173,7 @@ def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped):
 
 
 def test_batch_settings_from_env():
-    assert BatchSettings.from_env({}) == BatchSettings(True, 16, 0.002)
+    assert BatchSettings.from_env({}) == BatchSettings(True, 16, 0.0)
     off = BatchSettings.from_env({"ATTN_BATCH": "0", "ATTN_MAX_BATCH": "4", "ATTN_BATCH_WAIT_MS": "10"})
     assert off == BatchSettings(False, 4, 0.01)
     for bad in ({"ATTN_MAX_BATCH": "many"}, {"ATTN_MAX_BATCH": "0"}, {"ATTN_BATCH_WAIT_MS": "-1"}):
@@ -182,7 +182,7 @@ def test_batch_settings_from_env():
 
 
 def test_a_lone_request_waits_no_longer_than_max_wait(shipped):
-    batcher = MicroBatcher(lambda group, items: items, max_batch_size=16, max_wait_s=0.002)
+    batcher = MicroBatcher(lambda group, items: items, max_batch_size=16, max_wait_s=0.002)  # 0 in the app
     batcher.submit("g", 0)  # starts the worker thread
     t0 = time.perf_counter()
     for i in range(20):
