@@ -20,6 +20,7 @@ from model.inference import Translator
 from viz.architecture import figure1_svg
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
 from viz.views import architecture, attention, scaling
+from viz.views.exports import ExportFolder
 from viz.views.figure import Figure, finish_figure
 from viz.views.model_card import model_card
 from viz.views.runs import Runs
@@ -138,14 +139,15 @@ def test_figure1_has_the_sessions_shapes_once_it_has_a_sentence(translator, resu
     assert f"(1, {len(result.source_tokens)}) token ids" in svg
 
 
-def test_export_files_hold_the_maps(result):
-    npz, js = map(Path, attention.export_files(result))
+def test_export_files_hold_the_maps(result, tmp_path):
+    exports = ExportFolder(tmp_path)
+    npz, js = map(Path, attention.export_files(exports, result))
     assert (npz.name, js.name) == ("attention.npz", "attention.json")
     with np.load(npz) as data:
         np.testing.assert_array_equal(data["cross"], result.cross)
     assert json.loads(js.read_text(encoding="utf-8"))["translation"] == result.translation
     with pytest.raises(ValueError, match="Nothing to export yet"):
-        attention.export_files(None)
+        attention.export_files(exports, None)
 
 
 def test_api_checks():
