@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from viz.architecture import figure1_svg
+from viz.views.attention import check_view
+from viz.views.updates import SKIP, Update, open_tab
 from viz.vocab import KINDS
 
 if TYPE_CHECKING:
     from model.config import TransformerConfig
     from model.inference import AttentionResult
+
+INTRO = ("Figure 1 and Figure 2 of the paper, drawn from the running model's configuration. Hover a block for its "
+         "size; click an attention block to see its heatmaps.")
 
 
 def figure1_for(cfg: TransformerConfig, result: AttentionResult | None) -> str:
@@ -23,3 +28,15 @@ def kind_from_click(message: str) -> str | None:
     """'kind|nonce' (the page script's message for a click on an attention block) -> the kind, or None."""
     kind = (message or "").split("|")[0]
     return kind if kind in KINDS else None
+
+
+def open_block(message: str) -> tuple[str, Update] | tuple[Update, Update]:
+    """A click on an attention block of Figure 1: (its kind, the Attention tab opened), or no change."""
+    kind = kind_from_click(message)
+    return (kind, open_tab("attention")) if kind else (SKIP, SKIP)
+
+
+def show(cfg: TransformerConfig, kind: str, layer) -> tuple[str, int, Update]:
+    """The tab's "Show these heatmaps": (kind, layer) on the Attention tab, opened."""
+    kind, layer, _ = check_view(cfg, kind, layer)
+    return kind, layer, open_tab("attention")

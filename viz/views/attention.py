@@ -7,7 +7,8 @@ changing a choice never runs the model. The checks of every input are ``viz.view
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 from viz.heatmaps import detail_spec, overview_spec
 from viz.views import projector
@@ -15,12 +16,14 @@ from viz.views.context import DECODER_KINDS, export_title, next_tokens, with_exp
 from viz.views.exports import ExportFolder
 from viz.views.figure import Figure, finish_figure
 from viz.views.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
-from viz.views.inputs import MEAN, check_beam, check_head, check_kind, check_layer, check_scale  # noqa: F401
+from viz.views.inputs import MEAN, check_beam, check_head, check_kind, check_layer, check_scale, check_text  # noqa: F401
+from viz.views.updates import SKIP, Update
 from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.config import TransformerConfig
     from model.inference import AttentionResult
+    from viz.views.runs import Runs, SessionResult
 
 KIND_CHOICES = [(label, kind) for kind, label in KIND_LABELS.items()]
 EXAMPLES = [  # captions like the training data, then everyday sentences it has rarely seen
@@ -114,6 +117,38 @@ def status_text(result: AttentionResult, device_label: str) -> str:
     ]
     lines += [f"⚠️ {w}" for w in result.warnings]
     return "\n\n".join(lines)
+
+
+class Visualised(NamedTuple):
+    """What a run shows, in the order the tab's outputs list them."""
+
+    translation: str
+    status: str
+    overview: Figure | None
+    detail: Figure | None
+    session: SessionResult  # what the session's gr.State keeps: the key of its result in the shared cache
+
+
+def visualise(runs: Runs, warn: Callable[[str], object], text: str, target_text: str, kind_: str, layer_, head_,
+              present_=False, colour_="fixed", first=1, last=None, hide_special=False) -> Visualised:
+    """Translate (or force ``target_text``), then draw the overview and the detail (``first`` … ``last``: the
+    tokens it shows, ``hide_special``: without <s> and </s>, rows renormalised). Runs the model once."""
+    cfg = runs.cfg
+    kind_, layer_, head_ = check_view(cfg, kind_, layer_, head_)
+    focus = (first, last, hide_special)
+    check_focus(*focus)
+    # The state keeps only the key (session); the maps stay in runs.cache, shared and bounded in bytes.
+    session, result = runs.session(check_text(text), check_text(target_text, "given translation"))
+    for warning in result.warnings:
+        warn(warning)  # the app passes gr.Warning: a toast
+    status = status_text(result, runs.translator.device_label)
+    return Visualised(result.translation, status, *views(cfg, result, kind_, layer_, head_, present_, colour_, *focus),
+                      session)
+
+
+def open_tile(cfg: TransformerConfig, message: str) -> tuple[int, int] | tuple[Update, Update]:
+    """A click on an overview tile (``tile_from_click``): its (layer, head) for the close-up, else no change."""
+    return tile_from_click(cfg, message) or (SKIP, SKIP)
 
 
 def tile_from_click(cfg: TransformerConfig, message: str) -> tuple[int, int] | None:

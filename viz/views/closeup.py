@@ -13,6 +13,7 @@ from viz.views import attention
 from viz.views import contributions as measures
 from viz.views.figure import Figure
 from viz.views.focus import check_focus
+from viz.views.updates import SKIP, Update
 
 if TYPE_CHECKING:
     from model.config import TransformerConfig
@@ -55,3 +56,12 @@ def toggled(cfg: TransformerConfig, contributions: measures.Contributions, resul
     figures = views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last,
                     hide_special)
     return (*figures, measure)
+
+
+def after_run(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
+              layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
+              hide_special=False) -> tuple[Figure | None, Figure | None] | tuple[Update, Update]:
+    """After a run (/visualise draws the weights): the contributions' figures if they are chosen, else no change."""
+    if measures.check_measure(measure) == measures.WEIGHTS:
+        return SKIP, SKIP
+    return views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last, hide_special)

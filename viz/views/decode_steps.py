@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -29,6 +30,8 @@ import numpy as np
 from viz.heatmaps import TEXT_COLOR, TRANSPARENT, _escape_text, escape_token
 from viz.lines import ALL_HEADS, lines_spec
 from viz.views.figure import Figure, finish_figure
+from viz.views.inputs import check_text
+from viz.views.updates import Update, skipped
 from viz.vocab import AXIS_LABELS, KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only
@@ -255,6 +258,55 @@ def sentence_to_follow(result: AttentionResult | None, followed: str) -> str | N
     if result is None or not result.source_text or result.source_text == followed:
         return None
     return result.source_text
+
+
+# ------------------------------------------------------------------------------------------ the tab's listeners
+# ``steps(text)`` is the app's cached ``Runs.steps``. The tab keeps the sentence it shows (``text``), the one it
+# took over from the Attention tab (``followed``) and whether this step was revealed. "Predict, then reveal"
+# (``predict``) hides each new step's next token until the Reveal button. Outputs in the order the tab lists them.
+Steps = Callable[[str], "DecodeSteps"]
+
+
+def step_outputs(steps: Steps, text: str, step, layer, head, reveal: bool) -> DecodeStepView | tuple[Update, ...]:
+    """The view of one step, or no change before the tab has a sentence."""
+    if not text:
+        return skipped(len(DecodeStepView._fields))
+    return decode_step_view(steps(text), step, layer, head, reveal=reveal)
+
+
+def start(steps: Steps, text: str, layer, head, predict: bool) -> tuple:
+    """A new sentence: (text shown, the step slider's range, not revealed, step 1's view)."""
+    n_steps = steps(check_text(text)).n_steps  # a ValueError (an empty sentence) becomes a message
+    return text, Update(maximum=n_steps, value=1), False, *step_outputs(steps, text, 1, layer, head, not predict)
+
+
+def follow(steps: Steps, result: AttentionResult | None, followed: str, layer, head, predict: bool) -> tuple:
+    """As the tab opens: the Attention tab's sentence in the text box, taken over and started
+    (``sentence_to_follow``), or no change."""
+    text = sentence_to_follow(result, followed)
+    if text is None:
+        return skipped(5 + len(DecodeStepView._fields))
+    return text, text, *start(steps, text, layer, head, predict)
+
+
+def show_step(steps: Steps, text: str, step, layer, head, predict: bool) -> tuple:
+    """Another step: it starts hidden again when predicting."""
+    return False, *step_outputs(steps, text, step, layer, head, not predict)
+
+
+def toggle_predict(steps: Steps, text: str, step, layer, head, predict: bool) -> tuple:
+    """Predict-then-reveal on or off: the Reveal button usable (and primary: the room's cue) only while on."""
+    button = Update(interactive=predict, variant="primary" if predict else "secondary")
+    return False, button, *step_outputs(steps, text, step, layer, head, not predict)
+
+
+def redraw(steps: Steps, text: str, step, layer, head, predict: bool, revealed: bool):
+    """Another layer or head: a reveal holds."""
+    return step_outputs(steps, text, step, layer, head, not predict or revealed)
+
+
+def reveal(steps: Steps, text: str, step, layer, head, _predict: bool) -> tuple:
+    return True, *step_outputs(steps, text, step, layer, head, True)
 
 
 def lines_head_choices(n_heads: int) -> list[tuple[str, int]]:

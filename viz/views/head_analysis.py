@@ -27,6 +27,7 @@ from viz.heatmaps import COLORSCALE, HEAD_LABEL, LAYER_LABEL, detail_spec
 from viz.views.attention import overview_plot
 from viz.views.decode_steps import md_escape
 from viz.views.figure import Figure, finish_figure
+from viz.views.updates import open_tab, skipped
 from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS, TEXT_COLOR, TRANSPARENT
 
 if TYPE_CHECKING:
@@ -172,6 +173,12 @@ def cell_from_click(n_layers: int, n_heads: int, message: str) -> tuple[str, int
     except ValueError:
         return None
     return (parts[0], layer, head) if 1 <= layer <= n_layers and 1 <= head <= n_heads else None
+
+
+def open_cell(n_layers: int, n_heads: int, message: str) -> tuple:
+    """A click on a grid cell (``cell_from_click``): (kind, layer, head) on the Attention tab, opened; or no change."""
+    picked = cell_from_click(n_layers, n_heads, message)
+    return (*picked, open_tab("attention")) if picked else skipped(4)
 
 
 def analysis_markdown(stats: HeadStats, where: str) -> str:

@@ -33,6 +33,7 @@ from viz.views.decode_steps import md_escape
 from viz.views.figure import Figure, finish_figure
 from viz.views.inputs import MAX_SCALE, check_alpha, check_kind, real_number, whole_number
 from viz.views.scaling import factor_for
+from viz.views.updates import Update, open_tab, skipped
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
@@ -131,6 +132,21 @@ def follow(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, 
     except ValueError:
         query = 0
     return kind, layer, head, query_choices(tokens), query
+
+
+def take_over(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, query) -> tuple:
+    """``follow`` as the tab's outputs: (kind, layer, head, the query chips with their choice)."""
+    *picked, chips, query = follow(cfg, result, kind, layer, head, query)
+    return *picked, Update(choices=chips, value=query)
+
+
+def row_clicked(cfg: TransformerConfig, message: str, result: AttentionResult | None, kind, layer, head) -> tuple:
+    """A click on a row of the Attention tab's close-up: this tab opens on that query (``take_over``'s outputs,
+    then the tab); anything else changes nothing."""
+    row = row_from_click(message)
+    if row is None:
+        return skipped(5)
+    return *take_over(cfg, result, kind, layer, head, row), open_tab("inside")
 
 
 def row_from_click(message: str) -> int | None:

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from model.inference import AttentionResult
 
 
+def trained_intro(cfg: TransformerConfig) -> str:
+    """Section 3's heading: the trained model's own d_k and scale."""
+    return (f"### 3 · Inside the trained model (d_k = {cfg.d_k})\nThe same slider replaces the model's "
+            f"1/√{cfg.d_k} = {cfg.scale:.3f}: at 0 you see the model as trained, at 1 without scaling.")
+
+
 def factor_for(d_k: int, alpha: float) -> float:
     """alpha 0 -> the paper's 1/sqrt(d_k), alpha 1 -> 1 (no scaling), geometric in between."""
     return float(d_k ** (-(1.0 - float(alpha)) / 2.0))

@@ -17,6 +17,7 @@ from viz.heatmaps import escape_token
 from viz.probs import token_probs_spec
 from viz.views.context import export_title, with_export
 from viz.views.figure import Figure, finish_figure
+from viz.views.updates import Update, skipped
 
 if TYPE_CHECKING:
     from model.forcing import TokenProbs
@@ -65,3 +66,11 @@ def given_view(
     if not result.teacher_forced:
         return GivenView(translation, False, None)
     return GivenView(translation, True, forced_plot(result, probs(result)))
+
+
+def given_outputs(own: Callable[[str], AttentionResult], probs: Callable[[AttentionResult], TokenProbs],
+                  result: AttentionResult | None) -> tuple[str, Update, Figure | None] | tuple[Update, ...]:
+    """``given_view`` as the tab's outputs after a run: the translation box, the section shown or hidden, its
+    plot; no change before the session has a result."""
+    out = given_view(result, own, probs)
+    return skipped(3) if out is None else (out.translation, Update(visible=out.shown), out.plot)

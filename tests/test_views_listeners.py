@@ -1,0 +1,212 @@
+"""The tabs' listeners as presenters, without a server: what each returns for the page's outputs, in order —
+values, figures, ``Update``s (a tab opened, a slider's range, a section shown) and ``SKIP`` (no change) — and
+``app.listener``'s translation of those for Gradio. The tiny model; the served page is the browser tests'.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+from gradio.utils import get_type_hints
+
+import app
+from model.cache import ByteLRU
+from model.inference import Translator
+from viz.views import (
+    api,
+    architecture,
+    attention,
+    classroom,
+    closeup,
+    examples,
+    share,
+    teacher,
+)
+from viz.views import contributions as measures
+from viz.views import decode_steps as decoding
+from viz.views import head_analysis as heads_view
+from viz.views import inside_head as inside_view
+from viz.views.runs import Runs
+from viz.views.updates import SKIP, Update, open_tab, skipped
+
+TEXT = "a big dog runs in the park."
+GIVEN = "ein großer hund."
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_model_dir) -> Runs:
+    return Runs(Translator(tiny_model_dir, device="cpu"), cache=ByteLRU(64 << 20))
+
+
+def same_figure(a, b) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+# ------------------------------------------------------------------------------------- listener and updates
+def test_listener_turns_updates_into_gradio_updates():
+    run = app.listener(lambda: (open_tab("inside"), SKIP, Update(choices=[("a", 0)], value=0), 3))
+    assert run() == ({"__type__": "update", "selected": "inside"}, gr.skip(), gr.update(choices=[("a", 0)], value=0),
+                     3)
+    assert skipped(2) == (SKIP, SKIP) and Update(value=1) == Update(value=1) != Update(value=2)
+
+
+def test_a_bound_endpoint_keeps_its_signature_and_type_hints(runs):
+    run = app.listener(api.inside_head, runs)
+    assert list(run.__annotations__) == ["text", "target", "kind", "layer", "head", "query", "factor", "return"]
+    assert get_type_hints(run) == {"text": str, "target": str, "kind": str, "layer": float, "head": float,
+                                   "query": float, "factor": float | None, "return": dict}  # gr.api reads these
+    assert run.__doc__ == api.inside_head.__doc__
+    with pytest.raises(gr.Error, match="sentence"):
+        app.listener(api.translate, runs)("")
+
+
+# ------------------------------------------------------------------------------------------ the endpoints
+def test_the_endpoints_answer_with_the_runs_results(runs):
+    assert api.attention_maps(runs, TEXT) == runs.attention(TEXT).to_json_dict()
+    assert api.attention_maps(runs, TEXT, GIVEN)["translation"] == runs.attention(TEXT, GIVEN).translation
+    assert api.translate(runs, TEXT, 1) == runs.translate(TEXT, 1)
+    assert api.decode_steps(runs, TEXT) == runs.steps(TEXT).to_json_dict()
+    assert api.inside_head(runs, TEXT, "", "cross", 2, 3, 1)["weights"] == pytest.approx(
+        runs.attention(TEXT).cross[1, 2, 1].tolist(), abs=1e-5)  # JSON keeps 5 decimals
+    with pytest.raises(ValueError, match="Beam size"):
+        api.translate(runs, TEXT, 0)
+    with pytest.raises(ValueError, match="[Ss]cale"):
+        api.attention_maps(runs, TEXT, "", 0)
+    with pytest.raises(ValueError, match="sentence"):
+        api.head_stats(runs, None)
+
+
+# ------------------------------------------------------------------------------------------ the Attention tab
+def test_visualise_shows_the_run_and_keeps_only_its_key(runs):
+    warned = []
+    out = attention.visualise(runs, warned.append, TEXT, GIVEN, "cross", 2, 0)
+    result = runs.attention(TEXT, GIVEN)
+    assert out.translation == result.translation and out.session.get() is result
+    assert out.status == attention.status_text(result, runs.translator.device_label)
+    assert all(same_figure(a, b) for a, b in zip(out[2:4], attention.views(runs.cfg, result, "cross", 2, 0)))
+    assert warned == result.warnings
+    with pytest.raises(ValueError, match="layer"):
+        attention.visualise(runs, warned.append, TEXT, "", "cross", 9, 0)
+
+
+def test_a_click_on_a_tile_picks_its_layer_and_head_or_changes_nothing(runs):
+    assert attention.open_tile(runs.cfg, "2,3,1712") == (2, 3)
+    assert attention.open_tile(runs.cfg, "9,1,1") == attention.open_tile(runs.cfg, "") == (SKIP, SKIP)
+
+
+def test_after_a_run_the_contributions_follow_only_when_chosen(runs):
+    result = runs.attention(TEXT)
+    choices = (result, "cross", 2, 1, False, "fixed")
+    assert closeup.after_run(runs.cfg, runs.contributions, *choices, measures.WEIGHTS) == (SKIP, SKIP)
+    shown = closeup.after_run(runs.cfg, runs.contributions, *choices, measures.CONTRIBUTIONS)
+    expected = closeup.views(runs.cfg, runs.contributions, *choices, measures.CONTRIBUTIONS)
+    assert all(same_figure(a, b) for a, b in zip(shown, expected))
+
+
+def test_a_given_translation_shows_its_probabilities_beside_the_models_own(runs):
+    outputs = teacher.given_outputs(runs.trained, runs.token_probs, runs.attention(TEXT, GIVEN))
+    assert outputs[0] == runs.attention(TEXT).translation and outputs[1] == Update(visible=True)
+    assert outputs[2]["config"]["toImageButtonOptions"]["filename"] == "your_translation_probabilities"
+    own = runs.attention(TEXT)
+    assert teacher.given_outputs(runs.trained, runs.token_probs, own) == (own.translation, Update(visible=False),
+                                                                          None)
+    assert teacher.given_outputs(runs.trained, runs.token_probs, None) == skipped(3)
+
+
+# ------------------------------------------------------------------------------------------ links and examples
+class Refuses:
+    """``runs`` that refuse one sentence (as the model refuses some), the rest as they are."""
+
+    def __init__(self, runs: Runs, refused: str):
+        self.runs, self.refused = runs, refused
+
+    def __getattr__(self, name):
+        return getattr(self.runs, name)
+
+    def attention(self, text, target=None, scale=None):
+        if text == self.refused:
+            raise ValueError("refused")
+        return self.runs.attention(text, target, scale)
+
+
+def test_a_link_opens_its_view_on_its_tab(runs):
+    warned = []
+    out = classroom.open_link(runs, warned.append, ["attention", "decoding"], share.View(TEXT, "", "encoder_self",
+                              2, 1, "decoding").query())
+    assert len(out) == classroom.N_OUTPUTS + 1 and out[-1] == open_tab("decoding")
+    assert out[:7] == (TEXT, "", "encoder_self", 2, 1, False, "fixed") and out[7] == Update(value="", visible=False)
+    assert out[8] == runs.attention(TEXT).translation and out[12].get() is runs.attention(TEXT) and warned == []
+
+
+def test_a_link_whose_sentence_is_refused_opens_the_default_one_and_says_so(runs):
+    warned = []
+    out = classroom.open_link(Refuses(runs, TEXT), warned.append, ["attention"], {"text": TEXT, "kind": "cross",
+                                                                                   "layer": "7"})
+    assert out[0] == attention.DEFAULT_SOURCE and out[2] == "cross" and out[-1] == open_tab("attention")
+    assert out[7].props["visible"] and classroom.LINK_FAILED in out[7].props["value"] and "layer" in warned[0]
+    assert out[12].get() is runs.attention(attention.DEFAULT_SOURCE)
+
+
+def test_an_example_opens_its_view_with_its_caption(runs, monkeypatch):
+    example = examples.Example("Tiny", TEXT, "A lesson.", "cross", 2, 3, row="x", column="y", writes="z")
+    monkeypatch.setattr(examples, "EXAMPLES", (example,))
+    out = classroom.pick_example(runs, [].append, "0", True, "row")
+    assert out[:7] == (TEXT, "", "cross", 2, 3, True, "row")
+    assert out[7] == Update(value=examples.markdown([example.caption]), visible=True)
+    assert classroom.pick_example(runs, [].append, examples.PROMPT, False, "fixed") == skipped(classroom.N_OUTPUTS)
+    with pytest.raises(ValueError, match="Colour scale"):
+        classroom.pick_example(runs, [].append, 0, False, "neon")
+
+
+# ------------------------------------------------------------------------------------------ the Decoding tab
+def test_decoding_starts_follows_and_predicts_then_reveals(runs):
+    steps, n = runs.steps, runs.steps(TEXT).n_steps
+
+    def view(step, reveal):
+        return tuple(decoding.decode_step_view(steps(TEXT), step, 2, 0, reveal=reveal))
+
+    def same(a, b):
+        return all(same_figure(x, y) if isinstance(x, dict) else x == y for x, y in zip(a, b, strict=True))
+
+    started = decoding.start(steps, TEXT, 2, 0, True)
+    assert started[:3] == (TEXT, Update(maximum=n, value=1), False) and same(started[3:], view(1, False))
+    assert same(decoding.start(steps, TEXT, 2, 0, False)[3:], view(1, True))
+    with pytest.raises(ValueError, match="sentence"):
+        decoding.start(steps, " ", 2, 0, False)
+    assert decoding.follow(steps, runs.attention(TEXT), "", 2, 0, False)[:3] == (TEXT, TEXT, TEXT)
+    assert decoding.follow(steps, runs.attention(TEXT), TEXT, 2, 0, False) == skipped(9)  # already taken over
+    assert same(decoding.show_step(steps, TEXT, n, 2, 0, True), (False, *view(n, False)))
+    toggled = decoding.toggle_predict(steps, TEXT, 1, 2, 0, True)
+    assert toggled[:2] == (False, Update(interactive=True, variant="primary")) and same(toggled[2:], view(1, False))
+    assert decoding.toggle_predict(steps, TEXT, 1, 2, 0, False)[1] == Update(interactive=False, variant="secondary")
+    assert same(decoding.redraw(steps, TEXT, 1, 2, 0, True, True), view(1, True))  # a reveal holds
+    assert same(decoding.redraw(steps, TEXT, 1, 2, 0, True, False), view(1, False))
+    assert same(decoding.reveal(steps, TEXT, 1, 2, 0, True), (True, *view(1, True)))
+    assert decoding.redraw(steps, "", 1, 2, 0, False, False) == skipped(4)  # no sentence yet
+
+
+# ------------------------------------------------------------------------------- Inside a head, Head analysis
+def test_inside_a_head_takes_over_the_view_and_opens_on_a_clicked_row(runs):
+    result = runs.attention(TEXT)
+    kind, layer, head, query = inside_view.take_over(runs.cfg, result, "decoder_self", 2, 0, 3)
+    chips = inside_view.query_choices(result.target_tokens)
+    assert (kind, layer, head, query) == ("decoder_self", 2, 1, Update(choices=chips, value=3))
+    clicked = inside_view.row_clicked(runs.cfg, "2,1712", result, "cross", 1, 2)
+    assert clicked == ("cross", 1, 2, Update(choices=chips, value=2), open_tab("inside"))
+    assert inside_view.row_clicked(runs.cfg, "x", result, "cross", 1, 2) == skipped(5)
+
+
+def test_a_grid_cell_opens_its_head_on_the_attention_tab(runs):
+    assert heads_view.open_cell(2, 4, "cross,2,3,99") == ("cross", 2, 3, open_tab("attention"))
+    assert heads_view.open_cell(2, 4, "cross,3,1,99") == heads_view.open_cell(2, 4, "") == skipped(4)
+
+
+# ------------------------------------------------------------------------------------------- Architecture
+def test_a_block_or_the_button_opens_the_attention_tab(runs):
+    assert architecture.open_block("cross|17") == ("cross", open_tab("attention"))
+    assert architecture.open_block("ffn|17") == (SKIP, SKIP)
+    assert architecture.show(runs.cfg, "decoder_self", 2.0) == ("decoder_self", 2, open_tab("attention"))
+    with pytest.raises(ValueError, match="layer"):
+        architecture.show(runs.cfg, "cross", 3)

@@ -1,0 +1,62 @@
+"""Issue #19 on the Attention tab: a link opens its view (``viz.views.share``), an example opens its view with its
+caption (``viz.views.examples``). Both run ``attention.visualise`` in the same event, so that no figure ever shows
+an older sentence than the controls.
+
+Each returns the tab's ``CONTROLS`` (as the view sets them), the guide (a link's notices, an example's caption:
+an ``Update`` of its text and visibility), then what ``visualise`` shows; ``open_link`` also the tab to open.
+``focus``: the close-up's other choices (``viz.views.focus``), passed on to ``visualise`` as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from viz.views import attention, examples, projector, share
+from viz.views.updates import Update, open_tab, skipped
+
+if TYPE_CHECKING:
+    from viz.views.runs import Runs
+
+CONTROLS = ("source", "target", "kind", "layer", "head", "present", "colour")  # the Attention tab's, in this order
+N_OUTPUTS = len(CONTROLS) + 1 + len(attention.Visualised._fields)  # the controls, the guide, what a run shows
+LINK_FAILED = "The link's sentence could not be shown; this is the default one."
+Warn = Callable[[str], object]  # the app passes gr.Warning
+
+
+def show(runs: Runs, warn: Warn, view: share.View, notes: list[str], *focus) -> tuple:
+    """``view`` on the Attention tab, with ``notes`` (and an example's caption, if it is one) in the guide."""
+    result = runs.attention(view.text, view.target)  # cached: visualise below reuses it
+    layer, head = share.complete(view, result.maps(view.kind))
+    picked = examples.find(view.text, view.kind, layer, head) if not view.target else None
+    lines = ([" ".join(notes)] if notes else []) + ([picked.caption] if picked else [])  # notices, caption
+    guide = Update(value=examples.markdown(lines), visible=bool(lines))
+    return (view.text, view.target, view.kind, layer, head, view.present, view.colour, guide,
+            *attention.visualise(runs, warn, view.text, view.target, view.kind, layer, head, view.present,
+                                 view.colour, *focus))
+
+
+def open_link(runs: Runs, warn: Warn, tabs: Sequence[str], query: Mapping[str, str]) -> tuple:
+    """The view the page's URL asks for (``query``: its parameters; ``tabs``: the app's tab ids), and its tab;
+    anything unusable in it falls back, with a notice (also as a warning)."""
+    view, notes = share.parse(query, runs.cfg, tabs, attention.DEFAULT_SOURCE)
+    try:
+        shown = show(runs, warn, view, notes)
+    except ValueError:  # a sentence the model refuses: the default one, said so
+        notes = [*notes, LINK_FAILED]
+        shown = show(runs, warn, share.View(attention.DEFAULT_SOURCE, kind=view.kind, tab=view.tab,
+                                            present=view.present, colour=view.colour), notes)
+    if notes:
+        warn(" ".join(notes))
+    return *shown, open_tab(view.tab)
+
+
+def pick_example(runs: Runs, warn: Warn, index, present, colour, *focus) -> tuple:
+    """The example the menu's ``index`` names, in the presentation mode and colours chosen; the menu's prompt
+    (or anything else) changes nothing."""
+    picked = examples.example_at(index)
+    if picked is None:
+        return skipped(N_OUTPUTS)
+    view = share.View(picked.sentence, "", picked.kind, picked.layer, picked.head, present=present is True,
+                      colour=projector.check_colour(colour))
+    return show(runs, warn, view, [], *focus)
