@@ -101,3 +101,26 @@ def tiny_model_dir(tmp_path_factory, corpus) -> Path:
 def _seed():
     torch.manual_seed(0)
     random.seed(0)
+
+
+# ------------------------------------------------------------------------------------------ browser tests
+# One app and one Chromium for the whole run (each browser module used to start its own: ~15 s apiece).
+@pytest.fixture(scope="session")
+def server():
+    """`python app.py` on the shipped model, on a free loopback port: its URL."""
+    from browser_util import running_app
+
+    with running_app() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, through playwright."""
+    from browser_util import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from browser_util import CHROMIUM, CHROMIUM_ARGS, ROOT, is_loopback, running_app
-from playwright.sync_api import Browser, Page, sync_playwright
+from browser_util import ROOT, is_loopback
+from playwright.sync_api import Browser, Page
 
 SHOTS = ROOT / "screenshots"
 TIMEOUT_MS = 90_000  # generous: the machine may be busy training
@@ -24,20 +24,6 @@ GD = "(id) => document.querySelector(`#${id} .js-plotly-plot`)"
 HAS_HEATMAP = f"(id) => {{ const gd = ({GD})(id); return !!(gd && gd.data?.some(t => t.type === 'heatmap')); }}"
 TITLE = f"(id) => {{ const gd = ({GD})(id); return gd && gd.layout && gd.layout.title ? gd.layout.title.text : ''; }}"
 VALUE = "(id) => { const e = document.querySelector(`#${id} textarea, #${id} input`); return e ? e.value : null; }"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with running_app() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 class Watch:

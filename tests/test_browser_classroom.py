@@ -13,11 +13,10 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import GD, HAS_HEATMAP, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, assert_not_injected, browser, server
+from test_browser import GD, HAS_HEATMAP, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, assert_not_injected
 
 from viz.views import examples, projector
 
-__all__ = ["browser", "server"]  # the fixtures, shared with tests/test_browser.py
 WIDTH, HEIGHT = 1280, 720
 GUIDE_SHOWN = "() => { const e = document.querySelector('#guide'); return !!e && e.offsetParent !== null; }"
 # What a view shows, read from the page: the controls and the close-up's title.

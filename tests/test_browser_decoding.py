@@ -16,8 +16,7 @@ import statistics
 from collections.abc import Iterator
 
 import pytest
-from browser_util import CHROMIUM, CHROMIUM_ARGS, running_app
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, open_app
 
 from bench.common import words
@@ -49,20 +48,6 @@ DOT = f"""([side, index]) => {{
   window.scrollBy(0, y - window.innerHeight / 2);
   return place();
 }}"""
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with running_app() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

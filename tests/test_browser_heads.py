@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, browser, open_app, select_tab, server  # noqa: F401
+from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, open_app, select_tab
 
 GRID = "heads-grid"
 TRACE_KINDS = (f"() => {{ const gd = ({GD})('{GRID}'); "

@@ -21,8 +21,8 @@ from viz.heatmaps import MASKED_HOVER
 from viz.probs import DISAGREE_COLOR
 from viz.views import examples
 
-# test_browser's fixtures, found by pytest under these names: one app and one Chromium for this module
-server, browser, page = shared.server, shared.browser, shared.page
+# test_browser's page fixture (the app and Chromium are tests/conftest.py's, one for the whole run)
+page = shared.page
 
 LIVE_TITLE = f"() => ({GD})('live-changed')?.layout?.title?.text || ''"
 NOTICE = "(id) => document.querySelector(`#${id}`)?.textContent || ''"

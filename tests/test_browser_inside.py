@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, Watch, browser, open_app, select_tab, server  # noqa: F401
+from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, Watch, open_app, select_tab
 
 KINDS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention (masked)",
          "cross": "Encoder–decoder attention"}

@@ -5,12 +5,9 @@ shows every label of the window and says so in the title. Screenshots land in sc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from browser_util import CHROMIUM, CHROMIUM_ARGS
-from playwright.sync_api import Browser, Page, sync_playwright
-from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, Watch, open_app, server, source_tokens  # noqa: F401
+from playwright.sync_api import Browser, Page
+from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, Watch, open_app, source_tokens
 
 from bench.common import SENTENCES
 
@@ -31,14 +28,6 @@ LABELS = """(id) => {
     const x = boxes('.xtick text'), y = boxes('.ytick text');
     return {x: x.length, y: y.length, xOverlaps: overlaps(x), yOverlaps: overlaps(y)};
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def new_page(browser: Browser, width: int, height: int) -> tuple[Page, Watch]:
