@@ -12,6 +12,7 @@ the shipped code path). Same thread count, same dtype, repeats interleaved, medi
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import statistics
 import time
@@ -86,7 +87,7 @@ def source_ids(translator: Translator, n_tokens: int) -> list[int]:
 def compare(translator: Translator, baseline: TorchSeq2Seq, n_src: int, max_steps: int, repeats: int) -> dict:
     device = translator.device
     model = copy.copy(translator.model)  # shares every module and weight; only its config differs
-    model.cfg = model.cfg.with_(eos_id=-1)  # greedy_decode stops at EOS: make it run all max_steps steps
+    model.cfg = dataclasses.replace(model.cfg, eos_id=-1)  # greedy_decode stops at EOS: make it run all max_steps steps
     src = torch.tensor([source_ids(translator, n_src)], device=device)
     maps = AttentionMaps()
     greedy_decode(model, src, max_len=max_steps, maps=maps)

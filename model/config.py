@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 
@@ -56,9 +56,6 @@ class TransformerConfig:
     def scale(self) -> float:
         """§3.2.1's 1/sqrt(d_k). A forward pass can use another (``scale=``) without touching the shared model."""
         return 1.0 / math.sqrt(self.d_k)
-
-    def with_(self, **changes) -> TransformerConfig:  # only bench/model_speed.py still calls it: use replace()
-        return replace(self, **changes)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
