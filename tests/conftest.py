@@ -97,6 +97,24 @@ def tiny_model_dir(tmp_path_factory, corpus) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread():
+    """One intra-op thread, as the app runs the model on a CPU (``app.load_translator``): on two shared cores,
+    two threads waiting for each other make every small op up to ~10× slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def translator(tiny_model_dir):
+    """The tiny model, loaded once (a module that needs the shipped model defines its own ``translator``)."""
+    from model.inference import Translator
+
+    return Translator(tiny_model_dir, device="cpu")
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

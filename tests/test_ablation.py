@@ -44,20 +44,6 @@ SOURCES = ("a dog runs in the park.", "the red house.", "a small child plays nea
 REFS = ("ein hund rennt in dem park.", "dem roter haus.", "ein kleiner kind spielt nahe dem wasser.", "ein mann sitzt.")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread, as the app runs (two threads on two busy cores decode ~10× slower here)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
 @pytest.fixture(scope="module")
 def sample() -> Sample:
     return Sample(SOURCES, REFS, "tiny")

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from model.ablation import Sample, file_sha256
 from model.analysis import (
@@ -30,7 +29,7 @@ from model.analysis import (
     stats_file_record,
 )
 from model.checkpoint import WEIGHTS_FILE
-from model.inference import KINDS, Translator
+from model.inference import KINDS
 from viz.encode import plotly_dict
 from viz.views.head_analysis import analysis_markdown, cell_from_click, rollout_plots, stats_grid_spec, stats_view
 
@@ -161,20 +160,6 @@ def test_rollout_is_the_product_of_residual_mixed_layers():
 
 
 # ------------------------------------------------------------------------------------------------- tiny model
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread, as the app runs (two threads on two busy cores decode ~10× slower here)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
 SENTENCES = ["a dog runs in the park.", "the red house.", "a small child plays near the water."]
 
 

@@ -22,25 +22,11 @@ import model.ablation
 from bench.common import free_port
 from model.ablation import ablate, baseline_score, load_sample
 from model.analysis import NO_DATA, ROLES, STATS, applies, sample_head_stats, sentence_stats
-from model.inference import KINDS, Translator
+from model.inference import KINDS
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
 SENTENCE = "a big dog runs in the park."
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread, as the app runs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
 
 
 @pytest.fixture(scope="module")

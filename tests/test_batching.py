@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-import torch
 
 from model.batching import (
     BatchedTranslator,
@@ -31,16 +30,6 @@ REQUESTS = [  # mixed lengths, teacher-forced ones among them, a bad one in the 
     (LONG, None),
     ("A dog.", None),
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """As the app runs the model on a CPU (``app.load_translator``); on a busy machine, two intra-op threads
-    waiting for each other make every small op slow."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -21,11 +21,6 @@ HOSTILE = ("<script>window.__xss=1</script>", "javascript:alert(1)", '"><img src
 
 
 @pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
-@pytest.fixture(scope="module")
 def result(translator) -> AttentionResult:
     return translator.attention(TEXT)
 

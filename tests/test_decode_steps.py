@@ -30,11 +30,6 @@ STEP_KEYS = {"prefix_tokens", "top_tokens", "top_probs", "chosen_token", "cross"
 
 
 @pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
-@pytest.fixture(scope="module")
 def steps(translator) -> DecodeSteps:
     return decode_steps(translator, TEXT)
 

@@ -30,11 +30,6 @@ GIVEN = "ein großer hund rennt in dem park."
 
 
 @pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
-@pytest.fixture(scope="module")
 def greedy(translator):
     return translator.attention(TEXT)
 

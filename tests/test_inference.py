@@ -22,11 +22,6 @@ ODD_INPUTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
 def check_result(r: AttentionResult, layers: int, heads: int) -> None:
     s, t = len(r.source_tokens), len(r.target_tokens)
     assert r.encoder_self.shape == (layers, heads, s, s)

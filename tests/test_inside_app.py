@@ -12,12 +12,10 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from raw_api import RawClient, api_info, arguments, served
 from test_app_api import array
 
 from model.cache import ByteLRU
-from model.inference import Translator
 from model.inside import contribution_maps
 from model.replay import prepare, sentence_of
 from viz.views import attention, closeup
@@ -31,19 +29,6 @@ SOURCE = "a big dog runs in the park near the water."
 TARGET = "ein großer hund rennt in dem park."
 ISSUE_KEYS = {"query_token", "key_tokens", "q", "k", "v", "scores", "scale", "masked", "weights", "output",
               "head_outputs", "sublayer_output", "layer_output", "contributions"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -30,20 +30,6 @@ TARGET = "ein großer hund rennt in dem park."
 ATOL, RTOL = 1e-5, 1e-4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny one-sentence passes: with 2 cores shared, 2 intra-op threads per op cost 20x (spin waits)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_model_dir) -> Translator:
-    return Translator(tiny_model_dir, device="cpu")
-
-
 def sublayer_module(model, kind: str, layer: int):
     """The SublayerConnection (Add & Norm) around one attention sub-layer."""
     if kind == "encoder_self":
