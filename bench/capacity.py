@@ -15,11 +15,10 @@ Every request is a fresh Gradio session (raw ``/gradio_api/call/…`` without a 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 
-from bench.common import _POOL, CallError, GradioHTTP, app_process, read_status_kb, stats, visualise_args, words
+from bench.common import _POOL, GradioHTTP, app_process, client_burst, read_status_kb, stats, visualise_args, words
 
 MEMORY_BASELINE = 50  # sessions before the baseline RSS is read
 BURSTS = ((30, 10), (100, 3))  # (clients, requests per client)
@@ -39,51 +38,6 @@ def distinct_text(i: int) -> str:
     return f"Number {i}: " + words(18, start=(7 * i) % (len(_POOL) - 18))
 
 
-def _clients(app_url: str, n_clients: int, per_client: int, text: Callable[[int, int], list],
-             endpoint: str = "visualise", timeout: float = 600.0) -> dict:
-    """``n_clients`` threads (own connections) sending ``per_client`` requests each, all released at once;
-    ``text(client, request)`` gives the request's inputs. -> latency stats, requests/s and errors."""
-    latencies: list[float] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-    start_line = threading.Barrier(n_clients)
-
-    def worker(c: int) -> None:
-        client = GradioHTTP(app_url, timeout=timeout)
-        try:
-            start_line.wait(timeout=60)
-            for r in range(per_client):
-                t0 = time.perf_counter()
-                try:
-                    client.call(endpoint, text(c, r))
-                except (CallError, OSError, ValueError) as exc:
-                    with lock:
-                        errors.append(f"{type(exc).__name__}: {exc}"[:200])
-                    client.close()
-                    continue
-                with lock:
-                    latencies.append(time.perf_counter() - t0)
-        except threading.BrokenBarrierError:
-            with lock:
-                errors.append("barrier")
-        finally:
-            client.close()
-
-    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in range(n_clients)]
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=timeout)
-    wall = time.perf_counter() - t0
-    errors += ["thread still running"] * sum(t.is_alive() for t in threads)
-    out = stats(latencies) if latencies else {"median_ms": float("nan"), "p95_ms": float("nan"), "n": 0}
-    out.pop("samples_ms", None)
-    return {**out, "clients": n_clients, "requests_per_client": per_client, "wall_s": wall,
-            "throughput_rps": len(latencies) / wall if wall > 0 else 0.0, "errors": len(errors),
-            "error_examples": sorted(set(errors))[:5]}
-
-
 def memory(quick: bool, log: Callable[[str], None]) -> dict:
     """RSS after ``MEMORY_BASELINE`` fresh 100-token sessions and after all of them (two clients at a time)."""
     total = 80 if quick else 1000
@@ -93,7 +47,7 @@ def memory(quick: bool, log: Callable[[str], None]) -> dict:
         done = 0
         for upto in (MEMORY_BASELINE, total):
             n = upto - done
-            run = _clients(app.url, 2, n // 2, lambda c, r, base=done: [
+            run = client_burst(app.url, 2, n // 2, lambda c, r, base=done: [
                 long_text(base + 2 * r + c), long_text(base + 2 * r + c, shift=40), "encoder_self", 1, 0])
             if run["errors"]:
                 raise RuntimeError(f"memory: {run['errors']} failed requests, e.g. {run['error_examples']}")
@@ -113,11 +67,12 @@ def burst(quick: bool, log: Callable[[str], None]) -> dict:
     offset = 0  # every request of the whole section is a sentence never sent before
     for mode, env in (("batched", {}), ("unbatched", {"ATTN_BATCH": "0"})):
         with app_process(("app.py",), env=env) as app:
-            lone = _clients(app.url, 1, 5 if quick else 20, lambda c, r, o=offset: visualise_args(distinct_text(o + r)))
+            lone = client_burst(app.url, 1, 5 if quick else 20,
+                                lambda c, r, o=offset: visualise_args(distinct_text(o + r)))
             offset += 100
             out.setdefault("lone", {})[mode] = lone
             for clients, per_client in (QUICK_BURSTS if quick else BURSTS):
-                run = _clients(app.url, clients, per_client, lambda c, r, o=offset, n=per_client: visualise_args(
+                run = client_burst(app.url, clients, per_client, lambda c, r, o=offset, n=per_client: visualise_args(
                     distinct_text(o + c * n + r)))
                 offset += clients * per_client
                 out.setdefault(f"{clients}x{per_client}", {})[mode] = run

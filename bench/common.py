@@ -11,9 +11,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -211,3 +212,53 @@ class GradioHTTP:
 def visualise_args(text: str) -> list:
     """Inputs of the app's /visualise endpoint: text, target, kind, layer, head (0 = mean)."""
     return [text, "", "encoder_self", 1, 0]
+
+
+def client_burst(app_url: str, n_clients: int, per_client: int, text: Callable[[int, int], list],
+            endpoint: str = "visualise", timeout: float = 600.0, deadline: float | None = None) -> dict:
+    """``n_clients`` threads (own connections) sending ``per_client`` requests each, all released at once;
+    ``text(client, request)`` gives the request's inputs; none is sent after ``deadline`` (perf_counter).
+    -> latency stats, requests/s and errors."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    start_line = threading.Barrier(n_clients)
+
+    def worker(c: int) -> None:
+        client = GradioHTTP(app_url, timeout=timeout)
+        try:
+            start_line.wait(timeout=60)
+            for r in range(per_client):
+                if deadline is not None and time.perf_counter() > deadline:
+                    with lock:
+                        errors.append("deadline")
+                    break
+                t0 = time.perf_counter()
+                try:
+                    client.call(endpoint, text(c, r))
+                except (CallError, OSError, ValueError) as exc:
+                    with lock:
+                        errors.append(f"{type(exc).__name__}: {exc}"[:200])
+                    client.close()
+                    continue
+                with lock:
+                    latencies.append(time.perf_counter() - t0)
+        except threading.BrokenBarrierError:
+            with lock:
+                errors.append("barrier")
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in range(n_clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    wall = time.perf_counter() - t0
+    errors += ["thread still running"] * sum(t.is_alive() for t in threads)
+    out = stats(latencies) if latencies else {"median_ms": float("nan"), "p95_ms": float("nan"), "n": 0}
+    out.pop("samples_ms", None)
+    return {**out, "clients": n_clients, "requests_per_client": per_client, "wall_s": wall,
+            "throughput_rps": len(latencies) / wall if wall > 0 else 0.0, "errors": len(errors),
+            "error_examples": sorted(set(errors))[:5]}

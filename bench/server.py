@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable
 
 from bench.common import (
     _POOL,
     SENTENCES,
-    CallError,
     GradioHTTP,
     app_process,
+    client_burst,
     read_status_kb,
     stats,
     visualise_args,
@@ -142,55 +141,14 @@ def sent_bytes(app_url: str, text: str) -> dict:
             "source_tokens": int(found.group(1)) if found else None}
 
 
-def load(app_url: str, pid: int, clients: int, per_client: int, deadline: float) -> dict:
-    """``clients`` threads, each with its own connection, sending ``per_client`` requests back to back."""
-    latencies: list[float] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-    start_line = threading.Barrier(clients)
-
-    def worker(i: int) -> None:
-        client = GradioHTTP(app_url, timeout=max(5.0, deadline - time.perf_counter()))
-        text = " ".join(words(60).split()[i % 30:][:20])  # 20 words, a different window per client
-        try:
-            start_line.wait(timeout=30)
-            for _ in range(per_client):
-                if time.perf_counter() > deadline:
-                    with lock:
-                        errors.append("deadline")
-                    break
-                t0 = time.perf_counter()
-                try:
-                    client.call("visualise", visualise_args(text))
-                except (CallError, OSError, ValueError) as exc:
-                    with lock:
-                        errors.append(f"{type(exc).__name__}: {exc}"[:200])
-                    client.close()
-                    continue
-                with lock:
-                    latencies.append(time.perf_counter() - t0)
-        except threading.BrokenBarrierError:
-            with lock:
-                errors.append("barrier")
-        finally:
-            client.close()
-
+def load(app_url: str, pid: int, n_clients: int, per_client: int, deadline: float) -> dict:
+    """``n_clients`` threads, each with its own connection and its own 20-word window, sending ``per_client``
+    requests back to back; the app's RSS before and its peak."""
     rss_before = read_status_kb(pid, "VmRSS")
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=max(1.0, deadline - time.perf_counter() + 30))
-    wall = time.perf_counter() - t0
-    hung = sum(t.is_alive() for t in threads)
-    errors += ["thread still running"] * hung
-    result = stats(latencies) if latencies else {"median_ms": float("nan"), "p95_ms": float("nan"), "n": 0}
-    result.pop("samples_ms", None)
-    return {**result, "clients": clients, "requests_per_client": per_client, "errors": len(errors),
-            "error_examples": sorted(set(errors))[:5], "wall_s": wall,
-            "throughput_rps": len(latencies) / wall if wall > 0 else 0.0,
-            "rss_before_mb": rss_before / 1024, "peak_rss_mb": read_status_kb(pid, "VmHWM") / 1024}
+    text = lambda c, _r: visualise_args(" ".join(words(60).split()[c % 30:][:20]))  # noqa: E731
+    out = client_burst(app_url, n_clients, per_client, text, timeout=max(5.0, deadline - time.perf_counter()),
+                       deadline=deadline)
+    return {**out, "rss_before_mb": rss_before / 1024, "peak_rss_mb": read_status_kb(pid, "VmHWM") / 1024}
 
 
 def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = print) -> dict:
@@ -211,7 +169,7 @@ def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = pr
         log("  head analysis: " + ", ".join(f"/{n} {v['median_ms']:.0f} ms" for n, v in out["heads"].items()))
         if text_32_tokens:
             out["payload_sent"] = {"sentence": text_32_tokens, **sent_bytes(app.url, text_32_tokens)}
-        out["load"] = load(app.url, app.proc.pid, clients=30, per_client=per_client,
+        out["load"] = load(app.url, app.proc.pid, n_clients=30, per_client=per_client,
                            deadline=time.perf_counter() + (90 if quick else 300))
         log(f"  load: median {out['load']['median_ms']:.0f} ms, errors {out['load']['errors']}")
     return out
