@@ -1,15 +1,14 @@
-"""Attention Is All You Need — an attention visualiser (Gradio app).
+"""Attention Is All You Need — an attention visualiser (Gradio app). ``python app.py`` serves it on
+http://127.0.0.1:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT).
 
 This file only composes: ``create_app(translator)`` builds one tab per view, each tab's builder holding its layout
-AND its listeners. What a view shows comes from its presenter, ``viz/views/<view>.py`` (no gradio, unit-tested; the
-endpoints without a page: ``viz/views/api.py``); the page's script and style are ``assets/web/``. Only ``main()``
-loads the model and serves: importing this module loads nothing and changes no global state.
+AND its listeners. What a view shows comes from its gradio-free presenter, ``viz/views/<view>.py`` (the endpoints
+without a page: ``viz/views/api.py``), through ``listener``; the page's script and style are ``assets/web/``.
+Importing this module loads no model and changes no global state (``main()`` does both).
 
-    python app.py        # serves on http://127.0.0.1:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT)
-
-A new tab: a presenter ``viz/views/<view>.py``; here a ``<view>_tab(page)`` that opens its ``gr.Tab``, takes what
-tabs share from ``page`` (``Page``), passes every function through ``listener``, uses ``gr.on`` for several
-triggers and names each endpoint (``api_name``); then one line in ``create_app``.
+A new tab: a presenter, and here a ``<view>_tab(page)`` that opens its ``gr.Tab``, takes what tabs share from
+``page`` (``Page``), wires its presenters with ``listener`` (``gr.on`` for several triggers, an ``api_name`` per
+endpoint); then one line in ``create_app``.
 """
 
 from __future__ import annotations
@@ -159,14 +158,27 @@ def how_to_read(tab_id: str) -> None:
         gr.Markdown(reading.HOW_TO_READ[tab_id])
 
 
+def sentence_box(label: str, **kwargs) -> gr.Textbox:
+    return gr.Textbox(label=label, value=attention.DEFAULT_SOURCE, max_length=inputs.MAX_CHARS, **kwargs)
+
+
+def layer_slider(cfg, value: int = 1, **kwargs) -> gr.Slider:
+    return gr.Slider(1, cfg.n_layers, value=value, step=1, label="Layer", **kwargs)
+
+
+def click_box(elem_id: str) -> gr.Textbox:
+    """Hidden: the page script writes a click on a figure here (``PAGE``). Listen with .change, not .input: Gradio 6
+    fires .input only on a keypress, never for a value set by the page script."""
+    return gr.Textbox(visible="hidden", elem_id=elem_id)
+
+
 # ------------------------------------------------------------------------------------------------- the tabs
 def attention_tab(page: Page) -> AttentionView:
     cfg, v = page.runs.cfg, AttentionView()
     with gr.Tab("Attention", id="attention", elem_id="attention-tab"):
         # One screen at 1280×720 (a projector): sentence and translation, actions, then choices | overview | close-up.
         with gr.Row(elem_id="sentence-row"):
-            v.source = gr.Textbox(label="English sentence", value=attention.DEFAULT_SOURCE, lines=1, scale=4,
-                                  max_length=inputs.MAX_CHARS, elem_id="source")
+            v.source = sentence_box("English sentence", lines=1, scale=4, elem_id="source")
             v.target = gr.Textbox(label="Your own German translation (optional)", lines=1, scale=3,
                                   max_length=inputs.MAX_CHARS, elem_id="target")
             v.translation = gr.Textbox(label="German translation (the model's own)", interactive=False, scale=4,
@@ -196,8 +208,7 @@ def attention_tab(page: Page) -> AttentionView:
                                     label="Alignment view: a line per pair, opacity = weight; hover or click a "
                                     "token for its lines only. Heads:")
             v.lines = gr.Plot(show_label=False, elem_id=PAGE["lines"])  # titled figure: no badge, no 100 px
-        v.tile_click = gr.Textbox(visible="hidden", elem_id=PAGE["tileClick"])
-        v.row_click = gr.Textbox(visible="hidden", elem_id=PAGE["rowClick"])  # "Inside a head" listens
+        v.tile_click, v.row_click = click_box(PAGE["tileClick"]), click_box(PAGE["rowClick"])  # row: "Inside a head"
         v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (issue #13); the API sends none: weights
         export_section(v)
         how_to_read("attention")
@@ -212,7 +223,7 @@ def choices_column(cfg, v: AttentionView) -> None:
     with gr.Column(scale=0, min_width=250, elem_id="choices"):
         v.kind = gr.Radio(attention.KIND_CHOICES, value=share.DEFAULT_KIND, label="Kind of attention", elem_id="kind")
         v.shift = gr.Markdown(context.shift_note(share.DEFAULT_KIND), elem_id="shift-note")  # §3.1's shift
-        v.layer = gr.Slider(1, cfg.n_layers, value=1, step=1, label="Layer", elem_id="layer")
+        v.layer = layer_slider(cfg, elem_id="layer")
         v.head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head", elem_id="head")
         v.colour = gr.Radio(projector.COLOUR_CHOICES, value=projector.COLOUR_MODES[0], label="Close-up colours",
                             elem_id="colour")
@@ -244,8 +255,8 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
     v.copy_btn.click(None, js="() => window.attnCopyLink()")  # the page script: the URL to the clipboard
     v.view_inputs = [page.result, v.kind, v.layer, v.head, v.present, v.colour, v.measured, *v.focus]  # closeup's
     v.shown = [v.translation, v.status, v.overview, v.detail, page.result]  # attention.Visualised
-    v.runs = [v.run_btn.click, v.source.submit, v.target.submit]
-    then_lines(page, v, page_and_api(v.runs, attention.visualise, runs, gr.Warning, inputs=[v.source, v.target,
+    v.run_events = [v.run_btn.click, v.source.submit, v.target.submit]
+    then_lines(page, v, page_and_api(v.run_events, attention.visualise, runs, gr.Warning, inputs=[v.source, v.target,
                v.kind, v.layer, v.head, v.present, v.colour, *v.focus], outputs=v.shown, notice=v.notice,
                api_name="visualise", preprocess=False))
     v.kind.change(context.shift_note, v.kind, v.shift, queue=False, **PRIVATE)
@@ -259,7 +270,6 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
           preprocess=False)
     v.measure.change(listener(closeup.toggled, cfg, runs.contributions), [*v.view_inputs[:6], v.measure, *v.focus],
                      [v.overview, v.detail, v.measured], preprocess=False, **PRIVATE)
-    # .change, not .input: Gradio 6 fires .input only on a keypress, never for a value set by the page script.
     v.tile_click.change(listener(attention.open_tile, cfg), v.tile_click, [v.layer, v.head], **PRIVATE)
     gr.on([v.kind.change, v.layer.change, v.lines_head.change], listener(decoding.alignment_plot),
           [page.result, v.kind, v.layer, v.lines_head], v.lines, **PRIVATE)
@@ -293,7 +303,7 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
     then_lines(page, v, v.example.input(listener(classroom.pick_example, page.runs, gr.Warning), [v.example,
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))
     # the user's own sentence: the caption goes, and the menu can open the same example again
-    gr.on(v.runs, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [v.guide, v.example], queue=False,
+    gr.on(v.run_events, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [v.guide, v.example], queue=False,
           **PRIVATE)
 
 
@@ -304,8 +314,8 @@ def decoding_tab(page: Page) -> None:
     with gr.Tab("Decoding, step by step", id="decoding") as tab:
         decoded, followed, revealed = gr.State(""), gr.State(""), gr.State(False)  # the sentence shown, taken over
         with gr.Row():
-            source = gr.Textbox(label="English sentence (the Attention tab's, or your own)", scale=4,
-                                value=attention.DEFAULT_SOURCE, max_length=inputs.MAX_CHARS, elem_id="decode-source")
+            source = sentence_box("English sentence (the Attention tab's, or your own)", scale=4,
+                                  elem_id="decode-source")
             run_btn = gr.Button("Translate step by step", variant="primary", scale=1, elem_id="decode-run")
         # One screen at 1280×720: the step's controls, what it wrote and the top 5; then where it looked, per layer.
         # The figures carry their titles (and exports keep them): no label badge (Gradio adds 100 px above a title).
@@ -322,8 +332,7 @@ def decoding_tab(page: Page) -> None:
                 status = gr.Markdown(elem_id="decode-status")
             top5 = gr.Plot(show_label=False, elem_id="decode-top5", scale=3, min_width=320)
         with gr.Row(equal_height=True):
-            layer = gr.Slider(1, cfg.n_layers, value=cfg.n_layers, step=1, label="Layer", elem_id="decode-layer",
-                              min_width=240)
+            layer = layer_slider(cfg, cfg.n_layers, elem_id="decode-layer", min_width=240)
             head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head", scale=2,
                             elem_id="decode-head")
         with gr.Row():
@@ -366,13 +375,10 @@ def scaling_tab(page: Page) -> None:
             curves_plot = gr.Plot(label="Against d_k", elem_id="curves")
         sat_text = gr.Markdown()
         trained_model_section(page, tab, alpha)
-    variance = inputs.checked(scaling.variance_view, log2_dk=inputs.check_log2_dk, seed=inputs.check_seed)
-    saturation = inputs.checked(scaling.saturation_view, log2_dk=inputs.check_log2_dk, n_keys=inputs.check_n_keys,
-                                alpha=inputs.check_alpha, seed=inputs.check_seed)
-    gr.on([log2_dk.change, seed.change, page.demo.load], listener(variance, device=device),
+    gr.on([log2_dk.change, seed.change, page.demo.load], listener(scaling.variance_checked, device=device),
           [log2_dk, seed], [var_plot, hist_plot, var_text], api_name="scaling_variance", preprocess=False)
     gr.on([log2_dk.change, n_keys.change, alpha.change, seed.change, page.demo.load],
-          listener(saturation, device=device), [log2_dk, n_keys, alpha, seed],
+          listener(scaling.saturation_checked, device=device), [log2_dk, n_keys, alpha, seed],
           [weights_plot, curves_plot, sat_text], api_name="scaling_saturation", preprocess=False)
 
 
@@ -381,10 +387,9 @@ def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> None:
     runs, cfg = page.runs, page.runs.cfg
     gr.Markdown(scaling.trained_intro(cfg))
     with gr.Row():
-        text = gr.Textbox(label="English sentence", value=attention.DEFAULT_SOURCE, scale=3,
-                          max_length=inputs.MAX_CHARS)
+        text = sentence_box("English sentence", scale=3)
         kind = gr.Dropdown(attention.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
-        layer = gr.Slider(1, cfg.n_layers, value=1, step=1, label="Layer", scale=2)
+        layer = layer_slider(cfg, scale=2)
         run_btn = gr.Button("Run the model", variant="primary", scale=1, elem_id="live-run")
     live_notice = gr.Markdown(elem_id="live-notice")
     text.input(None, None, live_notice, js=f"() => {json.dumps(context.EDITED_LIVE)}")
@@ -394,10 +399,9 @@ def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> None:
     entropy = gr.Plot(label="Mean attention entropy per head", elem_id="live-entropy")
     summary = gr.Markdown(elem_id="live-summary")
     page.alpha, page.to_inside = alpha, gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
-    live = inputs.checked(scaling.live_view, text=inputs.check_text, alpha=inputs.check_alpha)
     # Every control that changes what these maps mean redraws them (the slider sits far above: issue #20).
-    page_and_api([run_btn.click, text.submit, tab.select, alpha.change, kind.change, layer.change], live, cfg,
-                 runs.attention, runs.trained, inputs=[text, alpha, kind, layer],
+    page_and_api([run_btn.click, text.submit, tab.select, alpha.change, kind.change, layer.change],
+                 scaling.live_checked, cfg, runs.attention, runs.trained, inputs=[text, alpha, kind, layer],
                  outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
                  preprocess=False, trigger_mode="always_last")
 
@@ -412,7 +416,7 @@ def inside_head_tab(page: Page) -> None:
         with gr.Row():
             kind = gr.Dropdown(attention.KIND_CHOICES, value="encoder_self", label="Kind of attention", scale=3,
                                elem_id="in-kind")
-            layer = gr.Slider(1, cfg.n_layers, value=1, step=1, label="Layer", scale=2, elem_id="in-layer")
+            layer = layer_slider(cfg, scale=2, elem_id="in-layer")
             head = gr.Radio(inside_view.head_choices(cfg.n_heads), value=1, label="Head", scale=4, elem_id="in-head")
             factor = gr.Textbox("", label="Scale (empty = 1/√d_k, 1 = none; Enter)", scale=2, elem_id="in-factor")
             with gr.Column(scale=1, min_width=160):
@@ -464,7 +468,7 @@ def head_analysis_tab(page: Page) -> None:
         with gr.Row():
             grid = gr.Plot(label="Layers × heads per kind: click a cell", elem_id=PAGE["cellGrid"], min_width=420)
             rules = gr.Markdown(elem_id="heads-rules")
-        cell = gr.Textbox(visible="hidden", elem_id=PAGE["cellClick"])
+        cell = click_box(PAGE["cellClick"])
         gr.Markdown("### Switch heads off, for your request only")
         with gr.Row():
             heads = gr.Dropdown(all_heads(cfg.n_layers, cfg.n_heads), multiselect=True, scale=3, elem_id="heads-off",
@@ -481,7 +485,7 @@ def head_analysis_tab(page: Page) -> None:
                 ablated = gr.Plot(label="This sentence without them (tiles of the heads off say so)", elem_id="ablated")
         last = gr.State(None)  # (sentence, heads off) of the last ablation: its result stays in runs' cache
         gr.Markdown(heads_view.ROLLOUT_NOTE)
-        layer = gr.Slider(1, cfg.n_layers, value=cfg.n_layers, step=1, label="Layer", elem_id="rollout-layer")
+        layer = layer_slider(cfg, cfg.n_layers, elem_id="rollout-layer")
         rollout = []
         for pair in (("enc-raw", "enc"), ("cross-raw", "cross")):  # raw | rollout, the encoder then cross-attention
             with gr.Row():
@@ -508,10 +512,10 @@ def architecture_tab(page: Page) -> None:
         gr.Markdown(architecture.INTRO)
         how_to_read("architecture")
         figure1 = gr.HTML(figure1_svg(cfg), js_on_load=None, elem_id=PAGE["figure1"])
-        block_click = gr.Textbox(visible="hidden", elem_id=PAGE["blockClick"])
+        block_click = click_box(PAGE["blockClick"])
         with gr.Row():
             kind = gr.Dropdown(attention.KIND_CHOICES, value="cross", label="Attention", scale=2)
-            layer = gr.Slider(1, cfg.n_layers, value=3, step=1, label="Layer", scale=2)
+            layer = layer_slider(cfg, 3, scale=2)
             go = gr.Button("Show these heatmaps", scale=1, elem_id="arch-go")
         gr.HTML(figure2_svg(cfg), js_on_load=None, elem_id="figure2")
     # Figure 1 is drawn with the session's shapes when the tab opens: ~20 KB that need not travel with every run.
@@ -556,14 +560,12 @@ def create_app(translator: Translator) -> gr.Blocks:
 
 
 class LeanSessionState(state_holder.SessionState):
-    """Gradio's per-session state without its copy of every component's configuration and values.
-
-    Gradio 6 gives every session (each page load, and each raw API call that names no session) a ``SessionState``
-    that copies the configuration of every component (~330 KB and tens of milliseconds for this app's ~225 blocks),
-    then keeps each input and output value the session sees (~2 MB of plot JSON at 100 tokens a side), only for its
-    /gradio_api/deep_link route, which this app offers no button for. This one keeps what the app needs: the
-    gr.State values and the components an event updated. ``launch`` makes new sessions these; ``SESSION_CAPACITY``
-    bounds their number; tests/test_memory.py fails should a Gradio upgrade change this."""
+    """Gradio 6 gives every session (each page load, and each raw API call that names no session) a ``SessionState``
+    that copies every component's configuration (~330 KB and tens of milliseconds for this app's ~225 blocks), then
+    keeps each input and output value the session sees (~2 MB of plot JSON at 100 tokens a side), only for its
+    /gradio_api/deep_link route, which this app offers no button for. This one keeps only the gr.State values and the
+    components an event updated (``launch`` makes new sessions these; ``SESSION_CAPACITY`` bounds their number).
+    tests/test_memory.py fails should a Gradio upgrade change this."""
 
     def __init__(self, blocks: Any):  # SessionState.__init__, less the config copy
         self.blocks_config = copy(blocks.default_config)

@@ -18,6 +18,7 @@ from model import scaling as footnote4
 from viz import scaling as figures
 from viz.views.attention import MEAN, check_view, head_plot
 from viz.views.figure import Figure, finish_figure
+from viz.views.inputs import check_alpha, check_log2_dk, check_n_keys, check_seed, check_text, checked
 
 if TYPE_CHECKING:
     from model.config import TransformerConfig
@@ -102,3 +103,10 @@ def live_view(
                f"**Translation as trained:** {normal.translation or '(empty)'}\n\n"
                + figures.entropy_comparison_text(ent_normal, ent_changed))
     return *plots, entropy, summary
+
+
+# The tab's listeners: the presenters above with their inputs checked first (``viz.views.inputs``).
+variance_checked = checked(variance_view, log2_dk=check_log2_dk, seed=check_seed)
+saturation_checked = checked(saturation_view, log2_dk=check_log2_dk, n_keys=check_n_keys, alpha=check_alpha,
+                             seed=check_seed)
+live_checked = checked(live_view, text=check_text, alpha=check_alpha)
