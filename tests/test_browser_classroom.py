@@ -276,10 +276,10 @@ def assert_arrow_keys_move_the_close_up(page: Page) -> None:
     page.keyboard.press("ArrowRight" if head > int(start["head"]) else "ArrowLeft")
     page.keyboard.press("ArrowUp" if up else "ArrowDown")
     page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer {layer} · head {head}')")
-    for _ in range(9):  # past the mean: it stops there
+    for _ in range(head + 1):  # one past the mean: it stops there
         page.keyboard.press("ArrowLeft")
     page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer {layer} · mean of 8 heads')")
-    for _ in range(7):
+    for _ in range(6 - layer + 1):  # one past the last layer
         page.keyboard.press("ArrowDown")
     page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 6 · mean of 8 heads')")
     assert page.evaluate("() => document.activeElement.id") == "detail"

@@ -98,52 +98,6 @@ def rect(page: Page, selector: str) -> dict | None:
     )
 
 
-# ------------------------------------------------------- 1. controls redraw what they change, 4. bad input
-def test_an_edited_or_empty_sentence_is_noticed_the_last_view_stays_and_the_scale_slider_redraws_part_3(
-        page: Page, server: str):
-    open_app(page, server)
-    # an edited sentence is marked out of date until it is run
-    translation = value(page, "translation")
-    page.locator("#source textarea").press_sequentially(" Quickly")
-    page.wait_for_function(f"() => ({NOTICE})('notice').includes('still show the last run')")
-    page.click("#run")
-    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=translation)
-    page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
-
-    # an empty sentence keeps the last view and says why; a good run clears the notice
-    translation, detail_title = value(page, "translation"), title(page, "detail")
-    page.fill("#source textarea", "   ")
-    page.click("#run")
-    page.wait_for_function(f"() => ({NOTICE})('notice').includes('empty')")
-    assert "still show the last good run" in page.inner_text("#notice")
-    assert value(page, "translation") == translation and title(page, "detail") == detail_title
-    for plot_id in ("overview", "detail"):
-        assert page.evaluate(HAS_HEATMAP, plot_id)
-    assert any_error_badge(page) == 0
-    page.fill("#source textarea", "A dog runs.")
-    page.click("#run")
-    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=translation)
-    page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
-
-    # the scale slider redraws part 3 of the scaling tab
-    select_tab(page, "Why 1/√d_k")
-    page.wait_for_function(HAS_HEATMAP, arg="live-changed")
-    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('no scaling')")  # the slider starts at 1
-    set_number(page, "#alpha", 0)
-    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('(the paper')")  # "× 0.204 (the paper's 1/√d_k)"
-    set_number(page, "#alpha", 0.5)
-    page.wait_for_function(f"() => /changed: × 0\\.\\d+ · layer/.test(({LIVE_TITLE})())")
-    assert "changed: × 0." in page.evaluate(LIVE_TITLE)
-
-    # … and its own empty sentence keeps its last view too
-    live_title = page.evaluate(LIVE_TITLE)
-    box = page.get_by_role("textbox", name="English sentence").locator("visible=true")
-    box.fill("")
-    page.click("#live-run")
-    page.wait_for_function(f"() => ({NOTICE})('live-notice').includes('empty')")
-    assert page.evaluate(LIVE_TITLE) == live_title and any_error_badge(page) == 0
-
-
 # ------------------------------------------------ 2–3. masked cells, the shift; 6. exports; 5. one's own translation
 def assert_masked_cells_are_grey_with_a_legend_and_say_so(page: Page) -> None:
     choose_kind(page, "Decoder self-attention")
@@ -224,12 +178,61 @@ def assert_an_own_translation_shows_both_translations_and_each_tokens_probabilit
     page.wait_for_function(f"() => !({GIVEN_VISIBLE})()")
 
 
-def test_masked_cells_the_shifted_rows_exported_figures_and_an_own_translation(page: Page, server: str):
+# ------------------------------------------------------- 1. controls redraw what they change, 4. bad input
+def assert_an_edited_or_empty_sentence_is_noticed_and_the_last_view_stays(page: Page) -> None:
+    # an edited sentence is marked out of date until it is run
+    translation = value(page, "translation")
+    page.locator("#source textarea").press_sequentially(" Quickly")
+    page.wait_for_function(f"() => ({NOTICE})('notice').includes('still show the last run')")
+    page.click("#run")
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=translation)
+    page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
+
+    # an empty sentence keeps the last view and says why; a good run clears the notice
+    translation, detail_title = value(page, "translation"), title(page, "detail")
+    page.fill("#source textarea", "   ")
+    page.click("#run")
+    page.wait_for_function(f"() => ({NOTICE})('notice').includes('empty')")
+    assert "still show the last good run" in page.inner_text("#notice")
+    assert value(page, "translation") == translation and title(page, "detail") == detail_title
+    for plot_id in ("overview", "detail"):
+        assert page.evaluate(HAS_HEATMAP, plot_id)
+    assert any_error_badge(page) == 0
+    page.fill("#source textarea", "A dog runs.")
+    page.click("#run")
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=translation)
+    page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
+
+
+def assert_the_scale_slider_redraws_part_3_and_an_empty_live_sentence_keeps_it(page: Page) -> None:
+    select_tab(page, "Why 1/√d_k")
+    page.wait_for_function(HAS_HEATMAP, arg="live-changed")
+    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('no scaling')")  # the slider starts at 1
+    set_number(page, "#alpha", 0)
+    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('(the paper')")  # "× 0.204 (the paper's 1/√d_k)"
+    set_number(page, "#alpha", 0.5)
+    page.wait_for_function(f"() => /changed: × 0\\.\\d+ · layer/.test(({LIVE_TITLE})())")
+    assert "changed: × 0." in page.evaluate(LIVE_TITLE)
+
+    # … and its own empty sentence keeps its last view too
+    live_title = page.evaluate(LIVE_TITLE)
+    box = page.get_by_role("textbox", name="English sentence").locator("visible=true")
+    box.fill("")
+    page.click("#live-run")
+    page.wait_for_function(f"() => ({NOTICE})('live-notice').includes('empty')")
+    assert page.evaluate(LIVE_TITLE) == live_title and any_error_badge(page) == 0
+
+
+# ---------------------------------------------------------------------------------- all of it on one page
+def test_exports_an_own_translation_masked_cells_the_shift_notices_of_bad_input_and_the_scale_slider(
+        page: Page, server: str):
     open_app(page, server)
-    assert_exported_figures_carry_their_context_and_a_white_background(page)
+    assert_exported_figures_carry_their_context_and_a_white_background(page)  # (the example sentence's)
     assert_an_own_translation_shows_both_translations_and_each_tokens_probability(page)
     assert_masked_cells_are_grey_with_a_legend_and_say_so(page)
     assert_the_page_and_the_hover_say_which_token_a_decoder_row_predicts(page)
+    assert_an_edited_or_empty_sentence_is_noticed_and_the_last_view_stays(page)
+    assert_the_scale_slider_redraws_part_3_and_an_empty_live_sentence_keeps_it(page)
 
 
 # ---------------------------------------------------------------------------------- 7. phone and projector
