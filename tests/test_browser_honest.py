@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 import re
 
-import pytest
 import test_browser as shared
 from PIL import Image
 from playwright.sync_api import Browser, Page
 from test_browser import GD, HAS_HEATMAP, TIMEOUT_MS, VALUE, Watch, open_app, select_tab, title, value
+from test_browser_long import assert_no_overlapping_labels, run_long_sentence
 
 from viz.heatmaps import MASKED_HOVER
 from viz.probs import DISAGREE_COLOR
@@ -236,16 +236,10 @@ def test_exports_an_own_translation_masked_cells_the_shift_notices_of_bad_input_
 
 
 # ---------------------------------------------------------------------------------- 7. phone and projector
-@pytest.mark.parametrize("width, height, theme", [(390, 844, "light"), (1280, 720, "dark")],
-                         ids=["phone-light", "projector-dark"])  # the layout is the theme's; both themes run once
-def test_phone_and_projector_layouts_without_overlaps(browser: Browser, server: str, width: int, height: int,
-                                                      theme: str):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    watch = Watch(page)
-    open_app(page, server + ("?__theme=dark" if theme == "dark" else ""))
-    assert page.evaluate("() => document.body.classList.contains('dark')") == (theme == "dark")
+def assert_layout_without_overlaps(page: Page, width: int) -> None:
+    """On the page as it is (a phone's or a projector's viewport): the close-up's title whole and clear of its label,
+    the scaling tab's legend and subplot titles clear of each other, Figure 1 at a legible size. It ends on the
+    Architecture tab. The projector's (1280×720) runs on tests/test_browser_classroom.py's first-screen page."""
     choose_kind(page, "Decoder self-attention")
     page.wait_for_function(f"() => (({GD})('detail').layout.shapes || []).length > 0")
     # the close-up's title is whole (inside its figure) and no plot label covers it
@@ -274,5 +268,25 @@ def test_phone_and_projector_layouts_without_overlaps(browser: Browser, server: 
     smallest = page.evaluate("() => Math.min(...[...document.querySelectorAll('#figure1 svg text')]"
                              ".map(t => t.getBoundingClientRect().height).filter(h => h > 0))")
     assert smallest >= 8, smallest
+
+
+def test_a_phone_layout_without_overlaps_and_a_100_token_close_up_without_overlapping_labels(
+        browser: Browser, server: str):
+    """At 390×844 (light: the layout is not the theme's; presentation mode's contrast is measured in both), then
+    the 100-token close-up at 430×932 on the same page."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    watch = Watch(page)
+    open_app(page, server)
+    assert_layout_without_overlaps(page, 390)
+    # issue #16 item 7 on a phone as it was measured (430×932, the default kind), the close-up drawn after the resize
+    # (at 390 px its 100 source tokens' labels still overlap: reported, not yet fixed)
+    page.set_viewport_size({"width": 430, "height": 932})
+    select_any_tab(page, "Attention", "#source")
+    choose_kind(page, "Encoder–decoder attention")
+    page.wait_for_function(f"() => ({GD})('detail').layout.title.text.startsWith('Encoder–decoder')")
+    run_long_sentence(page)
+    assert_no_overlapping_labels(page)
     context.close()
     assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
