@@ -1,6 +1,7 @@
 """A 100-token sentence in Chromium (issue #16 item 7): the close-up's tick labels never overlap, measured on the
-drawn SVG text (bounding boxes), on a wide screen and on a phone; focusing on tokens 41–60 with <s>/</s> hidden
-shows every label of the window and says so in the title. The app and Chromium are tests/conftest.py's. The phone
+drawn SVG text (bounding boxes), on a wide screen, on a 390×844 phone (the wide page resized: the figure is drawn
+for any width) and on a 430×932 one; focusing on tokens 41–60 with <s>/</s> hidden shows every label of the window
+and says so in the title. The app and Chromium are tests/conftest.py's. The phone
 (430×932) runs ``run_long_sentence`` and ``assert_no_overlapping_labels`` on the page of the phone layout test
 (tests/test_browser_honest.py), resized: one page load less. Screenshots are not tests: ``python -m bench.screenshots
 --only long``.
@@ -76,6 +77,12 @@ def test_a_100_token_close_up_has_no_overlapping_labels_and_focus_on_41_to_60_sh
     open_app(page, server)
     run_long_sentence(page)
     assert_no_overlapping_labels(page)
+    # the same page at a 390×844 phone (plotly redraws the figures at the new width): still no overlaps
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("() => document.querySelector('#detail .main-svg')?.getBoundingClientRect().width < 390")
+    page.evaluate(SETTLED, "detail")
+    assert_no_overlapping_labels(page)
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
     # focus on tokens 41–60 without the special tokens
     page.locator("#kind input[value='encoder_self']").check()  # 100 source tokens on both axes

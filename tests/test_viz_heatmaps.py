@@ -465,3 +465,23 @@ def test_detail_hover_names_the_token_each_row_predicts():
     assert all(notes[1, j] == notes[1, 0] for j in range(3))
     with pytest.raises(ValueError, match="one token per query row"):
         detail_figure(attention(3, 3), tokens(3), tokens(3), predicts=["\u2581a"])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_100_token_close_up_keeps_its_column_labels_a_line_apart_on_a_390_px_phone(causal):
+    """Issue #16 item 7: at 390×844 the close-up's plot area is ~158 px (measured: 326-px figure, rows labelled with
+    8-letter words); the thinning must hold for that, for longer row labels and beside the masked cells' legend."""
+    from viz.views.focus import LINE_HEIGHT, PHONE_FIGURE_PX, columns_px, thin_ticks
+
+    n = 100
+    words = [f"\u2581{'w' * (3 + i % 6)}{i}" for i in range(n)]  # row labels up to 10 characters
+    spec = thin_ticks(detail_spec(attention(n, n), words, words, "t", causal=causal))
+    layout = spec["layout"]
+    x = layout["xaxis"]
+    step = x["tickvals"][1] - x["tickvals"][0]
+    plot_px = columns_px(layout)
+    assert plot_px < PHONE_FIGURE_PX - 150 - (40 if causal else 0)  # room left by row labels, colour bar (legend)
+    assert step * plot_px / n >= LINE_HEIGHT * 12  # neighbours at least a label height apart at that width
+    if not causal:
+        assert step * 158 / n >= LINE_HEIGHT * 12  # … and at the width measured in Chromium
+    assert len(x["tickvals"]) >= 6  # thinned, not emptied

@@ -8,7 +8,9 @@ Both keep the tokens' own positions on the axes and in the hover: a focused map 
 
 Tick labels (``thin_ticks``): beyond ``LONG_TOKENS`` tokens the column labels turn upright (-90°), and on each
 axis only every n-th label is kept so that neighbours are at least one label height apart, for the figure's
-height (rows) and for a plot at least ``MIN_AXIS_PX`` wide (columns), at the axis's own tick font size.
+height (rows) and, for the columns, for the plot area the figure has on a 390-px phone (``columns_px``: the
+figure's ``PHONE_FIGURE_PX`` less the row labels, the axis title, the colour bar and the masked cells' legend; wider
+screens give more room), at the axis's own tick font size.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from viz.views.inputs import MAX_TOKENS, whole_number
 
 SPECIAL = ("<s>", "</s>")  # BOS (first decoder position) and EOS (last source token)
 LONG_TOKENS = 30  # more tokens than this on an axis: upright column labels, thinned as needed
-MIN_AXIS_PX = 240  # the narrowest plot area (columns) the labels are thinned for: a phone, or beside the overview
+PHONE_FIGURE_PX = 320  # the close-up's width on a 390-px phone (326 px measured in Chromium)
+COLORBAR_PX = 70  # the colour bar with its tick labels and title, right of the plot
+LEGEND_PX = 115  # the masked cells' legend (decoder self-attention), in the colour bar's column when shown
+AXIS_TITLE_PX = 24  # the rows' axis title, left of their labels
+# the most plot area (columns) a phone's close-up has: its width less the colour bar, the rows' axis title and the
+# figure's side margins; the row labels (and the legend) take theirs from this (``columns_px``)
+MIN_AXIS_PX = PHONE_FIGURE_PX - COLORBAR_PX - AXIS_TITLE_PX - 16
 LINE_HEIGHT = 1.3  # a label's extent across its axis, in font sizes (rows; columns once upright)
 MARGINS_PX = 60  # title and axis title, besides the column labels, in the figure's height
 CHAR_WIDTH = 0.6  # average character width in font sizes (upright column labels take this much height)
@@ -110,6 +118,15 @@ def _thin(axis: dict, step: int) -> None:
         axis["ticktext"] = list(axis["ticktext"])[::step]
 
 
+def columns_px(layout: dict) -> float:
+    """The plot area's width on a 390-px phone (px): ``MIN_AXIS_PX`` less the widest row label and, when the
+    masked cells' legend is shown, what it takes beyond the colour bar."""
+    y = layout["yaxis"]
+    row_labels = max((_label_chars(t) for t in y["ticktext"]), default=0) * CHAR_WIDTH * _font_px(layout, y) + 4
+    legend = max(0, LEGEND_PX - COLORBAR_PX) if layout.get("showlegend") else 0
+    return max(MIN_AXIS_PX - row_labels - legend, 1)
+
+
 def thin_ticks(spec: dict) -> dict:
     """Thin (and turn upright) the tick labels of a close-up spec (``viz.heatmaps.detail_spec``) so that no two
     overlap; changes ``spec`` in place and returns it. Call it after any change of the tick font size."""
@@ -120,7 +137,7 @@ def thin_ticks(spec: dict) -> dict:
         return spec
     x_px, y_px = _font_px(layout, x), _font_px(layout, y)
     x["tickangle"] = -90
-    x_step = math.ceil(n_x * LINE_HEIGHT * x_px / MIN_AXIS_PX)
+    x_step = math.ceil(n_x * LINE_HEIGHT * x_px / columns_px(layout))
     _thin(x, x_step)
     column_labels = max((_label_chars(t) for t in x["ticktext"]), default=0) * CHAR_WIDTH * x_px
     rows_px = layout["height"] - MARGINS_PX - column_labels - (layout.get("margin") or {}).get("t", 40)
