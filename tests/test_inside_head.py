@@ -330,3 +330,29 @@ def test_shipped_model_greedy_cross_matches_the_attention_tab():
         recomposed = hi.head_outputs.reshape(-1) @ w_o.weight.detach().numpy().T + w_o.bias.detach().numpy()
         np.testing.assert_allclose(recomposed, hi.sublayer_output, rtol=1e-4, atol=1e-4)
     assert hi.sentence.translation == result.translation
+
+
+def test_figure2s_residual_line_runs_clear_of_the_head_labels(translator):
+    """The dashed residual (x -> Add & Norm) runs right of every band: the "head 1 … head h" labels sit left of
+    the heads band and the arrows' labels in the middle, so it crosses neither (it ran through the head labels)."""
+    spec = figs.figure2_spec(inside_head(translator, SOURCE, TARGET, "cross", 2, 1, 0))
+    layout = spec["layout"]
+    residual = next(s for s in layout["shapes"] if s.get("line", {}).get("dash") == "dot")
+    points = [tuple(map(float, p.split(","))) for p in residual["path"].replace("M", "L").split("L")[1:]]
+    ends = [layout[k]["domain"][1] for k in layout if k.startswith("xaxis")]
+    heads_y = next(layout[k]["domain"] for k in layout if k.startswith("yaxis") and layout[k].get("showticklabels"))
+    vertical = [x for (x, y0), (x1, y1) in zip(points, points[1:]) if x == x1]
+    assert vertical and all(x > max(ends) for x in vertical)  # right of every band, so right of the head labels
+    assert all(y > heads_y[1] or x >= max(ends) for x, y in points)  # no point beside the heads band on the left
+
+
+def test_head_analysis_rollout_titles_fit_a_phone(translator):
+    """The rollout figures' titles are cut at a 390-px phone's right edge unless each line is short (a figure
+    ~320 px wide, titles at 11 px there: ~45 characters a line)."""
+    from viz.views.head_analysis import rollout_plots
+
+    for figure in rollout_plots(translator.attention(SOURCE), 2):
+        title = figure["layout"]["title"]["text"]
+        lines = title.split("<br>")
+        assert len(lines) == 2 and all(len(line) <= 45 for line in lines), title
+        assert "colour 0–" in lines[1] and figure["layout"]["margin"]["t"] >= 58

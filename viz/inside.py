@@ -298,6 +298,7 @@ def contributions_spec(hi: HeadInside) -> dict:
 
 
 # ------------------------------------------------------------------------------- (d) Figure 2 (right), live
+_BANDS_RIGHT, _RESIDUAL_X = 0.97, 0.985  # the bands end here (paper x); the residual line runs right of them
 def figure2_spec(hi: HeadInside) -> dict:
     """(d) bottom to top: x -> the h heads' outputs -> Concat -> · W^O + b -> Sublayer(x) -> Add & Norm."""
     h, dk, d = hi.n_heads, hi.d_k, hi.d_model
@@ -336,10 +337,12 @@ def figure2_spec(hi: HeadInside) -> dict:
         y, paper = dom[upper][0], dict(xref="paper", yref="paper")
         titles.append(dict(paper, x=0.5, y=y, ax=0, ay=length, showarrow=True, arrowhead=2, arrowwidth=1.6, text=""))
         titles.append(dict(paper, x=0.52, y=y - length / 2 / plot_h, xanchor="left", showarrow=False, text=label))
-    # the residual: x skips the heads and joins at Add & Norm (a line along the left edge)
+    # the residual: x skips the heads and joins at Add & Norm (a line along the right edge, clear of the
+    # "head 1 … head h" labels on the left and of the arrows' labels in the middle)
+    x_mid, join = sum(dom["x"]) / 2, dom["out"][0] - 8 / plot_h
     shapes = [dict(type="path", xref="paper", yref="paper", line=dict(color=TEXT_COLOR, width=1.6, dash="dot"),
-                   path=f"M 0.004,{sum(dom['x']) / 2:.4f} L 0.004,{dom['out'][0] - 8 / plot_h:.4f} "
-                        f"L 0.3,{dom['out'][0] - 8 / plot_h:.4f}")]
+                   path=f"M {_BANDS_RIGHT},{x_mid:.4f} L {_RESIDUAL_X},{x_mid:.4f} L {_RESIDUAL_X},{join:.4f} "
+                        f"L 0.9,{join:.4f}")]
     lo = hi.head - 1
     shapes.append(_row_box(panel["heads"], lo, lo))
     cat = dict(xref="x3", yref="y3 domain", y0=0, y1=1)  # the Concat strip: head i's slice outlined, slices split
@@ -347,7 +350,8 @@ def figure2_spec(hi: HeadInside) -> dict:
     shapes += [dict(cat, type="line", x0=j * dk - 0.5, x1=j * dk - 0.5, line=dict(width=1)) for j in range(1, h)]
     layout = _layout(plot_h + _TOP + 8, annotations=titles, shapes=shapes)
     for name, i in panel.items():
-        _panel(layout, i, (0.02, 1.0), dom[name], **(dict(_KEYS_AXIS, showticklabels=True) if name == "heads" else {}))
+        _panel(layout, i, (0.0, _BANDS_RIGHT), dom[name],
+               **(dict(_KEYS_AXIS, showticklabels=True) if name == "heads" else {}))
     return dict(data=data, layout=layout)
 
 

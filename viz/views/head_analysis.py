@@ -322,23 +322,31 @@ def rollout_plots(result: AttentionResult | None, layer) -> tuple[Figure | None,
     enc_q, enc_k = AXIS_LABELS["encoder_self"]
     cross_q, cross_k = AXIS_LABELS["cross"]
     heads = result.encoder_self.shape[1]
-    specs = [
-        (result.encoder_self[layer - 1].mean(0), src, src, f"Raw: encoder layer {layer}, mean of {heads} heads",
+    specs = [  # two short title lines each: a phone's figure (~320 px) cuts longer ones
+        (result.encoder_self[layer - 1].mean(0), src, src, (f"Raw: encoder layer {layer}", f"mean of {heads} heads"),
          enc_q, enc_k, f"encoder_raw_layer{layer}"),
-        (enc_rollout[layer - 1], src, src, f"Rollout: input tokens reaching encoder layer {layer}",
+        (enc_rollout[layer - 1], src, src, ("Rollout: input tokens reaching", f"encoder layer {layer}"),
          enc_q, "input token (key)", f"encoder_rollout_layer{layer}"),
-        (result.cross[layer - 1].mean(0), tgt, src, f"Raw: cross-attention, decoder layer {layer}, mean of heads",
+        (result.cross[layer - 1].mean(0), tgt, src, (f"Raw: cross-attention, decoder layer {layer}",
+                                                     f"mean of {heads} heads"),
          cross_q, cross_k, f"cross_raw_layer{layer}"),
-        (relevance[layer - 1], tgt, src, f"Through the encoder rollout: input tokens behind decoder layer {layer}",
+        (relevance[layer - 1], tgt, src, ("Through the encoder rollout: input", f"tokens behind decoder layer {layer}"),
          cross_q, "input token", f"cross_rollout_layer{layer}"),
     ]
     figures = []
-    for w, q, k, title, ql, kl, name in specs:
+    for w, q, k, (title, second), ql, kl, name in specs:
         top = max(float(np.max(w)), 1e-3)  # each map its own range: rollout spreads thin, 0–1 would hide it
-        spec = detail_spec(w, q, k, f"{title} (colour 0–{top:.2f})", query_label=ql, key_label=kl)
+        spec = detail_spec(w, q, k, title, query_label=ql, key_label=kl)
+        _second_title_line(spec, f"{second} · colour 0–{top:.2f}")
         _rescale(spec, top)
         figures.append(finish_figure(spec, name))
     return tuple(figures)
+
+
+def _second_title_line(spec: dict, line: str) -> None:
+    """Add ``line`` (plain text) under a detail figure's title, with the room it takes."""
+    spec["layout"]["title"]["text"] += "<br>" + html.escape(line, quote=False)
+    spec["layout"]["margin"]["t"] += 18
 
 
 def _rescale(spec: dict, top: float) -> None:
