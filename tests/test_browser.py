@@ -1,8 +1,10 @@
 """The app in a real browser: Debian's Chromium driven by Playwright (never `playwright install`).
 
-One `python app.py` on a free loopback port and one browser for the module; a fresh page per test. Every
-test also fails on a console error, an uncaught page error, a JavaScript dialog, or any request that leaves
-loopback (the page must work offline). Full-page screenshots of every tab land in `screenshots/` (ignored).
+One `python app.py` on a free loopback port and one Chromium for the whole run (tests/conftest.py: `server`,
+`browser`); a fresh page per test. Every test also fails on a console error, an uncaught page error, a JavaScript
+dialog, or any request that leaves loopback (the page must work offline). A page load costs seconds on a busy
+2-core machine: a test checks everything one view offers before it changes the view. Screenshots are not tests:
+``python -m bench.screenshots``.
 """
 
 from __future__ import annotations
@@ -114,14 +116,6 @@ def select_tab(page: Page, name: str) -> None:
     )
 
 
-def screenshot(page: Page, name: str) -> None:
-    SHOTS.mkdir(exist_ok=True)
-    # fonts loaded and two frames drawn (Gradio keeps a connection open, so "networkidle" never comes)
-    page.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => "
-                  "requestAnimationFrame(r))))")
-    page.screenshot(path=str(SHOTS / f"tab-{name}.png"), full_page=True)
-
-
 def assert_not_injected(page: Page) -> None:
     """The payload stayed text: nothing ran, and no element of it reached the DOM."""
     found = page.evaluate(
@@ -136,7 +130,10 @@ def assert_not_injected(page: Page) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ tests
-def test_opens_with_the_example_drawn(page: Page, server: str):
+# Two page loads: the example as it opens (and what can be done without changing the sentence), then new sentences
+# (dark mode) and every other tab.
+def test_opens_with_the_example_drawn_downloads_figures_and_exports_and_a_slider_or_tile_click_changes_the_detail(
+        page: Page, server: str):
     open_app(page, server + FIRST_VIEW)
     assert value(page, "source") == "Two dogs are running through the snow."
     assert value(page, "translation").strip()
@@ -147,45 +144,39 @@ def test_opens_with_the_example_drawn(page: Page, server: str):
     # drawn, not just data: the SVG heatmap images exist
     assert page.locator("#overview .js-plotly-plot .hm image").count() >= 1
     assert page.locator("#detail .js-plotly-plot .hm image").count() >= 1
-    screenshot(page, "attention")
 
+    # The Export buttons save the drawn figures client-side through plotly (no server round trip)...
+    page.get_by_role("button", name="Export").click()
+    for button, name, magic in (("Overview as PNG", "encoder_self_all_heads.png", b"\x89PNG"),
+                                ("Detail as SVG", "encoder_self_layer1_mean.svg", b"<svg")):
+        with page.expect_download() as info:
+            page.get_by_role("button", name=button).click()
+        assert info.value.suggested_filename == name
+        assert info.value.path().read_bytes().startswith(magic)
+    # ...and the arrays as .npz and .json from the server
+    page.click("#export")
+    links = page.locator("#export-files a[download]")
+    page.wait_for_function("() => document.querySelectorAll('#export-files a[download]').length === 2")
+    names = sorted(links.nth(i).get_attribute("download") or links.nth(i).inner_text() for i in range(2))
+    assert names == ["attention.json", "attention.npz"], names
+    for i in range(2):
+        with page.expect_download() as info:
+            links.nth(i).click()
+        download = info.value
+        assert download.suggested_filename in names
+        data = download.path().read_bytes()
+        if download.suggested_filename.endswith(".npz"):
+            assert data[:2] == b"PK"  # a zip archive
+        else:
+            assert json.loads(data)["shapes"]["encoder_self"][:2] == [6, 8]
 
-def test_a_new_sentence_gives_a_new_translation_and_48_tiles(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
-    before = value(page, "translation")
-    page.fill("#source textarea", "A little girl in a pink dress is climbing a wooden fence.")
-    page.click("#run")
-    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
-    # the overview now labels its rows with the new sentence's tokens
-    page.wait_for_function(
-        f"() => {{ const gd = ({GD})('overview'); return gd && gd.data[0].y.some(l => /girl/.test(l)); }}"
-    )
-    n_src = source_tokens(page)
-    info = overview_info(page)
-    assert len(info["layers"]) * len(info["heads"]) == 48
-    for layer in range(1, 7):
-        assert sum(label.startswith(f"L{layer} query ") for label in info["y"]) == n_src
-    for head in range(1, 9):
-        assert sum(label.startswith(f"H{head} key ") for label in info["x"]) == n_src
-    # the z matrix as plotly drew it (calcdata: after decoding the base64 typed array)
-    shape = page.evaluate(f"() => {{ const z = ({GD})('detail').calcdata[0][0].z; return [z.length, z[0].length]; }}")
-    assert shape == [n_src, n_src]
-    # Figure 1 is drawn when its tab opens, with this sentence's shapes
-    select_tab(page, "Architecture")
-    page.wait_for_function(
-        "(n) => document.querySelector('#figure1 svg')?.textContent.includes(`(1, ${n}) token ids`)", arg=n_src
-    )
-
-
-def test_layer_slider_and_tile_click_change_the_detail(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
+    # The layer slider, then a real mouse click on the middle of tile L3 H5 (plotly_click -> #tile-click -> layer
+    # and head).
     assert "layer 1 · mean of 8 heads" in title(page, "detail")
     number = page.locator("#layer input[type=number]")
     number.fill("4")
     number.press("Enter")
     page.wait_for_function(f"() => ({TITLE})('detail').includes('layer 4 · mean of 8 heads')")
-
-    # A real mouse click on the middle of tile L3 H5 (plotly_click -> #tile-click -> layer and head).
     page.locator("#overview").scroll_into_view_if_needed()
     x, y = page.evaluate(
         f"""() => {{
@@ -203,48 +194,31 @@ def test_layer_slider_and_tile_click_change_the_detail(page: Page, server: str):
     assert page.locator("#head input[value='5']").is_checked()
 
 
-def test_every_tab_renders(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
-
-    select_tab(page, "Why 1/√d_k")
-    for plot_id in ("variance", "histogram", "softmax-weights", "curves"):
-        page.wait_for_selector(f"#{plot_id} .js-plotly-plot .main-svg")
-    page.click("#live-run")
-    for plot_id in ("live-normal", "live-changed"):
-        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
-    page.wait_for_selector("#live-entropy .js-plotly-plot .main-svg")
-    page.wait_for_function("() => document.querySelector('#live-summary').textContent.includes('Translation with')")
-    screenshot(page, "scaling")
-
-    select_tab(page, "Architecture")
-    page.wait_for_selector("#figure1 svg [data-attention='cross']")
-    page.wait_for_selector("#figure2 svg")
-    screenshot(page, "architecture")
-
-    select_tab(page, "Model card")
-    page.get_by_text("Model running on").wait_for()
-    screenshot(page, "model-card")
-
-
-def test_architecture_in_dark_mode_and_a_click_on_an_attention_block(page: Page, server: str):
-    open_app(page, server + "?__theme=dark")
+def test_new_sentences_give_48_tiles_html_in_every_input_stays_text_every_tab_renders_dark_and_a_block_opens_its_view(
+        page: Page, server: str):
+    open_app(page, server + FIRST_VIEW + "&__theme=dark")
     assert page.evaluate("() => document.body.classList.contains('dark')")
-    select_tab(page, "Architecture")
-    block = page.locator("#figure1 svg [data-attention='cross']").first
-    block.wait_for()
-    screenshot(page, "architecture-dark")
 
-    block.click()
+    # A new sentence gives a new translation; the overview labels its rows with the new sentence's tokens
+    before = value(page, "translation")
+    page.fill("#source textarea", "A little girl in a pink dress is climbing a wooden fence.")
+    page.click("#run")
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
     page.wait_for_function(
-        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Attention'"
-        " && t.getAttribute('aria-selected') === 'true')"
+        f"() => {{ const gd = ({GD})('overview'); return gd && gd.data[0].y.some(l => /girl/.test(l)); }}"
     )
-    page.wait_for_function("() => document.querySelector('#kind input[value=cross]')?.checked")
-    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention')")
+    n_src = source_tokens(page)
+    info = overview_info(page)
+    assert len(info["layers"]) * len(info["heads"]) == 48
+    for layer in range(1, 7):
+        assert sum(label.startswith(f"L{layer} query ") for label in info["y"]) == n_src
+    for head in range(1, 9):
+        assert sum(label.startswith(f"H{head} key ") for label in info["x"]) == n_src
+    # the z matrix as plotly drew it (calcdata: after decoding the base64 typed array)
+    shape = page.evaluate(f"() => {{ const z = ({GD})('detail').calcdata[0][0].z; return [z.length, z[0].length]; }}")
+    assert shape == [n_src, n_src]
 
-
-def test_html_and_script_in_every_text_input_stay_text(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
+    # HTML and script in the source and the target stay text
     page.fill("#source textarea", f"A dog {PAYLOAD} runs.")
     page.fill("#target textarea", f"Ein Hund {PAYLOAD}")
     page.click("#run")
@@ -255,8 +229,30 @@ def test_html_and_script_in_every_text_input_stay_text(page: Page, server: str):
     # '<' is a byte piece or <unk> (by tokenizer), '"' a piece of its own: both drawn as literal text
     labels = tick_labels(page, "detail")
     assert any("<" in label for label in labels) and '"' in labels, labels
+    n_src = source_tokens(page)
 
+    select_tab(page, "Model card")
+    page.get_by_text("Model running on").wait_for()
+
+    # Figure 1 is drawn when its tab opens, with this sentence's shapes; a click on an attention block opens it
+    select_tab(page, "Architecture")
+    page.wait_for_function(
+        "(n) => document.querySelector('#figure1 svg')?.textContent.includes(`(1, ${n}) token ids`)", arg=n_src
+    )
+    page.wait_for_selector("#figure2 svg")
+    assert_not_injected(page)
+    page.locator("#figure1 svg [data-attention='cross']").first.click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Attention'"
+        " && t.getAttribute('aria-selected') === 'true')"
+    )
+    page.wait_for_function("() => document.querySelector('#kind input[value=cross]')?.checked")
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention')")
+
+    # The Why tab: its four figures, then a live run of its own sentence (HTML in it stays text)
     select_tab(page, "Why 1/√d_k")
+    for plot_id in ("variance", "histogram", "softmax-weights", "curves"):
+        page.wait_for_selector(f"#{plot_id} .js-plotly-plot .main-svg")
     box = page.get_by_role("textbox", name="English sentence").locator("visible=true")
     box.fill(f"A dog {PAYLOAD} runs.")
     page.click("#live-run")
@@ -264,37 +260,8 @@ def test_html_and_script_in_every_text_input_stay_text(page: Page, server: str):
         f"() => ({GD})('live-changed') && ({GD})('live-changed').layout.yaxis.ticktext.length > 20"
         " && document.querySelector('#live-summary').textContent.includes('Translation with')"
     )
+    for plot_id in ("live-normal", "live-changed"):
+        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
+    page.wait_for_selector("#live-entropy .js-plotly-plot .main-svg")
     assert_not_injected(page)
     assert any("<" in label for label in tick_labels(page, "live-changed"))
-
-
-def test_export_lists_npz_and_json(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
-    page.get_by_role("button", name="Export").click()
-    page.click("#export")
-    links = page.locator("#export-files a[download]")
-    page.wait_for_function("() => document.querySelectorAll('#export-files a[download]').length === 2")
-    names = sorted(links.nth(i).get_attribute("download") or links.nth(i).inner_text() for i in range(2))
-    assert names == ["attention.json", "attention.npz"], names
-    for i in range(2):
-        with page.expect_download() as info:
-            links.nth(i).click()
-        download = info.value
-        assert download.suggested_filename in names
-        data = download.path().read_bytes()
-        if download.suggested_filename.endswith(".npz"):
-            assert data[:2] == b"PK"  # a zip archive
-        else:
-            assert json.loads(data)["shapes"]["encoder_self"][:2] == [6, 8]
-
-
-def test_figures_download_as_png_and_svg(page: Page, server: str):
-    """The Export buttons save the drawn figures client-side through plotly (no server round trip)."""
-    open_app(page, server + FIRST_VIEW)
-    page.get_by_role("button", name="Export").click()
-    for button, name, magic in (("Overview as PNG", "encoder_self_all_heads.png", b"\x89PNG"),
-                                ("Detail as SVG", "encoder_self_layer1_mean.svg", b"<svg")):
-        with page.expect_download() as info:
-            page.get_by_role("button", name=button).click()
-        assert info.value.suggested_filename == name
-        assert info.value.path().read_bytes().startswith(magic)
