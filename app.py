@@ -82,6 +82,9 @@ CACHE_AGE_S = 3600  # Gradio deletes the app's cached files (exports) this old, 
 # takes more than one of the workers the other requests share (its page events and /ablate share the queue).
 ABLATIONS = {"concurrency_id": "ablate", "concurrency_limit": 1}
 PRIVATE = {"api_visibility": "private"}  # the page's own events: no endpoint
+# The page script (assets/web/app.js) asks for the alignment view through v.lines_request once the view is on screen,
+# and again after this says it is out of date: a run, or a new kind, layer or head.
+LINES_STALE = "() => window.attnLinesStale()"
 
 
 class AttentionView(SimpleNamespace):
@@ -149,7 +152,7 @@ def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, no
         return (*(out if isinstance(out, tuple) else (out,)), "")
 
     return gr.on(triggers, on_page, inputs, [*outputs, notice], api_visibility="private", concurrency_id=api_name,
-                 **event)
+                 show_progress="minimal", **event)
 
 
 def how_to_read(tab_id: str) -> None:
@@ -209,6 +212,7 @@ def attention_tab(page: Page) -> AttentionView:
                                     "token for its lines only. Heads:")
             v.lines = gr.Plot(show_label=False, elem_id=PAGE["lines"])  # titled figure: no badge, no 100 px
         v.tile_click, v.row_click = click_box(PAGE["tileClick"]), click_box(PAGE["rowClick"])  # row: "Inside a head"
+        v.lines_request = click_box(PAGE["linesRequest"])  # the page script: the alignment view is on screen
         v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (issue #13); the API sends none: weights
         export_section(v)
         how_to_read("attention")
@@ -271,8 +275,10 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
     v.measure.change(listener(closeup.toggled, cfg, runs.contributions), [*v.view_inputs[:6], v.measure, *v.focus],
                      [v.overview, v.detail, v.measured], preprocess=False, **PRIVATE)
     v.tile_click.change(listener(attention.open_tile, cfg), v.tile_click, [v.layer, v.head], **PRIVATE)
-    gr.on([v.kind.change, v.layer.change, v.lines_head.change], listener(decoding.alignment_plot),
-          [page.result, v.kind, v.layer, v.lines_head], v.lines, **PRIVATE)
+    # The alignment view (up to 90 line traces) is drawn when it is on screen, not with every run (LINES_STALE)
+    gr.on([v.kind.change, v.layer.change, v.lines_head.change], None, js=LINES_STALE)
+    v.lines_request.change(listener(decoding.alignment_plot), [page.result, v.kind, v.layer, v.lines_head], v.lines,
+                           **PRIVATE)
     # Exports go inside Gradio's cache (served without a copy of its own), at most MAX_EXPORTS / MAX_BYTES.
     v.export_btn.click(listener(attention.export_files, ExportFolder(page.demo.GRADIO_CACHE)), page.result,
                        v.export_out, api_name="export")
@@ -280,14 +286,13 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
 
 def then_lines(page: Page, v: AttentionView, event) -> None:
     """What follows every run: the model's own translation (a given one's token probabilities beside it), the
-    contributions if they are the chosen measure, and the alignment view."""
+    contributions if they are the chosen measure, and the alignment view (once it is on screen)."""
     runs = page.runs
     event.success(listener(teacher.given_outputs, runs.trained, runs.token_probs), page.result,
-                  [v.translation, v.given, v.given_plot], **PRIVATE)
+                  [v.translation, v.given, v.given_plot], show_progress="hidden", **PRIVATE)
     event.success(listener(closeup.after_run, runs.cfg, runs.contributions), v.view_inputs, [v.overview, v.detail],
-                  **PRIVATE)
-    event.success(listener(decoding.alignment_plot), [page.result, v.kind, v.layer, v.lines_head], v.lines,
-                  **PRIVATE)
+                  show_progress="hidden", **PRIVATE)
+    event.success(None, js=LINES_STALE)
 
 
 def classroom_listeners(page: Page, v: AttentionView) -> None:
@@ -304,7 +309,7 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))
     # the user's own sentence: the caption goes, and the menu can open the same example again
     gr.on(v.run_events, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [v.guide, v.example], queue=False,
-          **PRIVATE)
+          show_progress="hidden", **PRIVATE)
 
 
 def decoding_tab(page: Page) -> None:

@@ -23,7 +23,7 @@ from viz.vocab import set_offline_env
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
 SECTIONS = ("server", "browser", "payload", "model", "capacity")  # server also yields load, cold_start, payload_sent
-GOALS = {"ratio_browser": 8.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
+GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
          "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
 
 
@@ -94,13 +94,16 @@ def table(r: dict) -> str:
     if "browser" in r:
         b = r["browser"]
         rows += [
-            ("Browser: click → overview grid drawn (median / p95)",
+            ("Browser: click (a new sentence) → overview grid drawn (median / p95)",
              f"{b['visualise']['median_ms']:.0f} / {b['visualise']['p95_ms']:.0f} ms", "", ""),
+            ("Browser: the same sentences again (result cache) → overview drawn (median / p95)",
+             f"{b['cached']['median_ms']:.0f} / {b['cached']['p95_ms']:.0f} ms", "", "") if "cached" in b else None,
             ("Browser: click → echo shown (median / p95)",
              f"{b['echo']['median_ms']:.0f} / {b['echo']['p95_ms']:.0f} ms", "", ""),
             ("Browser: overview ÷ echo", f"{b['ratio']:.1f}×", f"≤ {GOALS['ratio_browser']:.0f}×",
              _ok(b["ratio"], GOALS["ratio_browser"])),
         ]
+        rows = [row for row in rows if row]
         if "until_plotly_react" in b:
             rows.append(("Browser: of which click → Plotly.react (server + network)",
                          f"{b['until_plotly_react']['median_ms']:.0f} ms", "", ""))

@@ -134,8 +134,8 @@ def attention_shots(s: Session) -> None:
     if s.wanted(s.name("tab-attention")):
         s.shoot("tab-attention")
     if s.wanted(s.name("alignment")):
+        page.locator("#lines").scroll_into_view_if_needed()  # drawn once on screen
         page.wait_for_function(f"() => !!({GD})('lines')?.querySelector('.scatterlayer path')")
-        page.locator("#lines").scroll_into_view_if_needed()
         s.shoot("alignment", "#lines")
         page.evaluate("() => window.scrollTo(0, 0)")
     if s.wanted(s.name("present")):

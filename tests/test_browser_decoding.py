@@ -91,6 +91,9 @@ def open_decoding(page: Page) -> int:
 
 
 def lines_drawn(page: Page, title_part: str = "") -> None:
+    """The alignment view shows ``title_part``. It is drawn once it is on screen (the page asks for it): scrolled
+    there first."""
+    page.locator("#lines").scroll_into_view_if_needed()
     page.wait_for_function(
         f"(part) => {{ const gd = ({GD})('lines'); return !!(gd && gd.data.some(t => t.meta && t.meta.attnLines)"
         " && gd.querySelector('.scatterlayer path') && gd.layout.title.text.includes(part)); }",
@@ -247,7 +250,7 @@ def test_alignment_view_hover_click_and_choices_svg_export_and_click_to_drawn_at
     page.click("#run")
     page.wait_for_function("() => /60 source tokens/.test(document.querySelector('#status').textContent)")
     lines_drawn(page, "Encoder self-attention · layer 2 · head 3")
-    page.wait_for_function(f"() => ({GD})('lines').layout.yaxis.ticktext.length === 60")
+    page.wait_for_function(f"() => ({GD})('lines')?.layout?.yaxis?.ticktext?.length === 60")
     head_ms = [page.evaluate(CLICK_HEAD_TO_DRAWN, 0)]  # all 8 heads: a new figure from the server
     token_ms = []
     for i in range(3):

@@ -7,6 +7,7 @@
                                        from an overview cell's row and column labels (viz.heatmaps)
      page.lines                        element id of the alignment view (viz.lines)
      page.lineMeta, page.tokenMeta     names of its traces' meta entries (viz.lines.LINE_META, TOKEN_META)
+     page.linesRequest                 element id of a hidden textbox: the alignment view is on screen, draw it
      page.stepPrev, page.stepNext      element ids of the Decoding tab's Previous and Next buttons
      page.rowClick                     element id of a hidden textbox: a click on a row of the close-up
                                        (page.detail) sends "row,time" there ("Inside a head" opens)
@@ -27,6 +28,28 @@
     box.value = value;
     box.dispatchEvent(new Event('input', {bubbles: true}));
   };
+
+  // Every figure drawn once, not twice. Gradio's Plot hands a new figure to its plotly element (Plotly.react), then
+  // replaces that element with a new one ({#key} on the figure) and draws the figure again there: the overview was
+  // drawn twice per run (~60 ms of a ~200 ms click on a 2-core machine). Plotly is wrapped once it is loaded (Gradio
+  // loads it with the first plot and sets window.Plotly): a draw waits one microtask, by when Svelte has swapped the
+  // elements (in the same task: no moment without a plot element), and is skipped if its element has left the page. A drawn figure
+  // tells the page with a bubbling 'attn-drawn' event on its element (the benchmark waits for it).
+  const deferDraws = (plotly) => {
+    if (!plotly || plotly.attnDeferred) return plotly;
+    const react = plotly.react;
+    const drawn = (gd) => { gd.dispatchEvent(new CustomEvent('attn-drawn', {bubbles: true})); return gd; };
+    plotly.react = function (gd, ...rest) {
+      if (!(gd instanceof HTMLElement) || !gd.isConnected) return react.call(this, gd, ...rest);
+      return Promise.resolve()
+        .then(() => (gd.isConnected ? Promise.resolve(react.call(this, gd, ...rest)).then(drawn) : gd));
+    };
+    plotly.attnDeferred = true;
+    return plotly;
+  };
+  let plotlyLoaded = deferDraws(window.Plotly);
+  Object.defineProperty(window, 'Plotly', {configurable: true, get: () => plotlyLoaded,
+                                           set: (p) => { plotlyLoaded = deferDraws(p); }});
 
   // Client-side downloads of a plot as PNG or SVG, through plotly's own camera button (the Export buttons).
   window.attnDownload = (id, format) => {
@@ -111,8 +134,29 @@
       set(pinned ? t : null);
     });
   };
-  new MutationObserver(() => linesHook(document.querySelector(`#${page.lines} .js-plotly-plot`)))
-    .observe(document.body, {childList: true, subtree: true});
+  // Drawn only when on screen (it is below the fold, and its many traces cost a busy page hundreds of ms): app.py
+  // calls attnLinesStale() after a run or a new choice; the view is then asked for (page.linesRequest) at once if it is
+  // on screen, else when it comes within 300 px of it.
+  let linesStale = false, linesSeen = false, linesEl = null;
+  const requestLines = () => {
+    if (!linesStale || !linesSeen) return;
+    linesStale = false;
+    send(page.linesRequest, `${Date.now()}`);
+  };
+  window.attnLinesStale = () => { linesStale = true; requestLines(); };
+  const linesSight = new IntersectionObserver((entries) => {
+    linesSeen = entries[entries.length - 1].isIntersecting;
+    requestLines();
+  }, {rootMargin: '300px'});
+  new MutationObserver(() => {
+    linesHook(document.querySelector(`#${page.lines} .js-plotly-plot`));
+    const el = document.getElementById(page.lines);
+    if (el && el !== linesEl) {
+      if (linesEl) linesSight.unobserve(linesEl);
+      linesEl = el;
+      linesSight.observe(el);
+    }
+  }).observe(document.body, {childList: true, subtree: true});
 
   // Decoding tab: the left and right arrow keys press Previous and Next, unless focus is in a field (a slider or a
   // radio keeps its own arrow keys) and only while the tab is shown.

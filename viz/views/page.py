@@ -9,6 +9,7 @@ from viz.lines import LINE_META, TOKEN_META
 PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1", "blockClick": "arch-click",
         "layerLabel": LAYER_LABEL, "headLabel": HEAD_LABEL,
         "lines": "lines", "lineMeta": LINE_META, "tokenMeta": TOKEN_META,  # the alignment view (viz.lines)
+        "linesRequest": "lines-request",  # the page asks for the alignment view here when it is on screen
         "stepPrev": "step-prev", "stepNext": "step-next",  # the Decoding tab's buttons (and the arrow keys)
         # the view in the URL (viz.views.share): query parameter -> element id; the close-up; the Copy link button
         "view": {"text": "source", "target": "target", "kind": "kind", "layer": "layer", "head": "head",

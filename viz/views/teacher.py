@@ -17,7 +17,7 @@ from viz.heatmaps import escape_token
 from viz.probs import token_probs_spec
 from viz.views.context import export_title, with_export
 from viz.views.figure import Figure, finish_figure
-from viz.views.updates import Update, skipped
+from viz.views.updates import SKIP, Update, skipped
 
 if TYPE_CHECKING:
     from model.forcing import TokenProbs
@@ -71,6 +71,11 @@ def given_view(
 def given_outputs(own: Callable[[str], AttentionResult], probs: Callable[[AttentionResult], TokenProbs],
                   result: AttentionResult | None) -> tuple[str, Update, Figure | None] | tuple[Update, ...]:
     """``given_view`` as the tab's outputs after a run: the translation box, the section shown or hidden, its
-    plot; no change before the session has a result."""
+    plot; no change before the session has a result. Without a translation of one's own the run has already
+    written the model's translation: only the section is hidden (no redraw of the rest)."""
     out = given_view(result, own, probs)
-    return skipped(3) if out is None else (out.translation, Update(visible=out.shown), out.plot)
+    if out is None:
+        return skipped(3)
+    if not out.shown:
+        return SKIP, Update(visible=False), SKIP
+    return out.translation, Update(visible=True), out.plot
