@@ -10,8 +10,8 @@ The page is ``python -m bench.serve`` (the app plus an echo button). Times are t
   The moment ``Plotly.react`` is called is recorded too: before it is network + server, after it is drawing.
 * echo: from ``#echo-btn``.click() to the moment Gradio writes the echoed text into ``#echo-out``'s
   textarea (a hook on that element's ``value`` setter; no polling): the floor of a round trip, clicked once the
-  page has drawn what the run started (the close-up, and the alignment view where it is on screen: no figure
-  drawn for ``QUIET_MS``), so that it is not a measure of the page's remaining work.
+  page has drawn what the run started (the close-up, and the alignment view where it is on screen: no change to
+  the page for ``QUIET_MS``), so that it is not a measure of the page's remaining work.
 """
 
 from __future__ import annotations
@@ -61,37 +61,44 @@ HOOK_REACT = """() => {
   return !!(window.Plotly && window.Plotly.benchWrapped);
 }"""
 CLICK_TO_PLOT = """async (timeout) => {
-  const before = document.querySelector('#overview .js-plotly-plot').data;
+  const old = document.querySelector('#overview .js-plotly-plot'), before = old.data;
   window.benchReactAt = null;
   return await new Promise((resolve, reject) => {
     let t0;
-    const onDrawn = (ev) => {  // the page script's event once a figure is drawn (Gradio may swap the element)
-      const gd = ev.target;
+    const done = (gd) => {
       if (!gd.closest || !gd.closest('#overview') || gd.data === before) return;
       const t1 = performance.now();
       document.removeEventListener('attn-drawn', onDrawn);
+      old.removeListener('plotly_afterplot', onOld);
       clearTimeout(timer);
       resolve({total: t1 - t0, react: window.benchReactAt === null ? null : window.benchReactAt - t0});
     };
+    // the page script's event once a figure is drawn (Gradio swaps the element); an app without it (a baseline
+    // checkout) draws the new figure in the old element first
+    const onDrawn = (ev) => done(ev.target), onOld = () => done(old);
     const timer = setTimeout(() => {
       document.removeEventListener('attn-drawn', onDrawn);
+      old.removeListener('plotly_afterplot', onOld);
       reject(new Error(`overview not redrawn within ${timeout} ms`));
     }, timeout);
     document.addEventListener('attn-drawn', onDrawn);
+    old.on('plotly_afterplot', onOld);
     t0 = performance.now();
     document.querySelector('#run').click();
   });
 }"""
 QUIET_MS = 400
-# Resolves once no figure has been drawn for QUIET_MS (the page script's 'attn-drawn' events).
+# Resolves once the page has not changed for QUIET_MS (no DOM mutation: nothing drawn, no progress shown).
 QUIET = """async (quietMs) => {
-  if (!window.benchDraws) {
-    window.benchLastDraw = performance.now();
-    document.addEventListener('attn-drawn', () => { window.benchLastDraw = performance.now(); });
-    window.benchDraws = true;
+  if (!window.benchQuiet) {
+    window.benchLastChange = performance.now();
+    new MutationObserver(() => { window.benchLastChange = performance.now(); })
+      .observe(document.body, {childList: true, subtree: true, attributes: true, characterData: true});
+    window.benchQuiet = true;
   }
-  while (performance.now() - window.benchLastDraw < quietMs) {
-    await new Promise((r) => setTimeout(r, quietMs - (performance.now() - window.benchLastDraw) + 5));
+  const giveUp = performance.now() + 20 * quietMs;  // a page that never settles is measured as it is
+  while (performance.now() - window.benchLastChange < quietMs && performance.now() < giveUp) {
+    await new Promise((r) => setTimeout(r, quietMs - (performance.now() - window.benchLastChange) + 5));
   }
 }"""
 CLICK_TO_ECHO = """async ([text, timeout]) => {

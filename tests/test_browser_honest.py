@@ -264,7 +264,9 @@ def assert_layout_without_overlaps(page: Page, width: int) -> None:
     select_any_tab(page, "Architecture", "#figure1")
     page.wait_for_selector("#figure1 svg [data-attention='cross']")
     # Figure 1 at a legible size: at least its own width (its smallest text 9.5 px), scrolled sideways on a phone
-    assert rect(page, "#figure1 svg")["width"] >= min(890, width - 80)
+    # (waited for: the tab's own Figure 1, with the session's shapes, replaces the first one as the tab opens)
+    page.wait_for_function("(w) => (document.querySelector('#figure1 svg')?.getBoundingClientRect().width || 0) >= w",
+                           arg=min(890, width - 80))
     smallest = page.evaluate("() => Math.min(...[...document.querySelectorAll('#figure1 svg text')]"
                              ".map(t => t.getBoundingClientRect().height).filter(h => h > 0))")
     assert smallest >= 8, smallest
