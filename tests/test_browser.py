@@ -45,17 +45,21 @@ class Watch:
         dialog.dismiss()
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+def watched_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
+    """A fresh page at ``width``×``height`` for a fixture to yield from; on teardown it must have shown no console
+    or page error, sent no request off loopback and opened no dialog (``Watch``). ``options``: new_context's."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     watch = Watch(page)
     yield page
     context.close()
-    assert watch.errors == [], watch.errors
-    assert watch.outside == [], watch.outside
-    assert watch.dialogs == [], watch.dialogs
+    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    yield from watched_page(browser, 1400, 1000, accept_downloads=True)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import GD, SHOTS, TIMEOUT_MS, TITLE, VALUE, Watch, open_app
+from test_browser import GD, SHOTS, TITLE, VALUE, open_app, watched_page
 
 from bench.common import words
 
@@ -52,13 +52,7 @@ DOT = f"""([side, index]) => {{
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    watch = Watch(page)
-    yield page
-    context.close()
-    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+    yield from watched_page(browser, 1280, 720, accept_downloads=True)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

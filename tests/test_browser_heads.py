@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import GD, TIMEOUT_MS, TITLE, VALUE, Watch, open_app, select_tab
+from test_browser import GD, TITLE, VALUE, open_app, select_tab, watched_page
 
 GRID = "heads-grid"
 TRACE_KINDS = (f"() => {{ const gd = ({GD})('{GRID}'); "
@@ -23,13 +23,7 @@ ABLATION = "() => document.querySelector('#ablation')?.textContent || ''"
 @pytest.fixture
 def projector(browser: Browser) -> Iterator[Page]:  # noqa: F811
     """A page at 1280×720, checked like test_browser's ``page``."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    watch = Watch(page)
-    yield page
-    context.close()
-    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+    yield from watched_page(browser, 1280, 720)
 
 
 def grid_kinds(page: Page) -> list[str]:

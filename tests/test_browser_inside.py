@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import GD, TIMEOUT_MS, TITLE, Watch, open_app, select_tab
+from test_browser import GD, TITLE, open_app, select_tab, watched_page
 
 KINDS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention (masked)",
          "cross": "Encoder–decoder attention"}
@@ -22,13 +22,7 @@ COLORBAR = f"(id) => {{ const gd = ({GD})(id); return gd ? gd.data[0].colorbar.t
 @pytest.fixture
 def projector(browser: Browser) -> Iterator[Page]:  # noqa: F811
     """A page at 1280×720, checked like test_browser's ``page``."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    watch = Watch(page)
-    yield page
-    context.close()
-    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+    yield from watched_page(browser, 1280, 720)
 
 
 def steps_show(page: Page, text: str) -> None:
