@@ -291,7 +291,7 @@ def then_lines(page: Page, v: AttentionView, event) -> None:
     event.success(listener(teacher.given_outputs, runs.trained, runs.token_probs), page.result,
                   [v.translation, v.given, v.given_plot], show_progress="hidden", **PRIVATE)
     event.success(listener(closeup.after_run, runs.cfg, runs.contributions), v.view_inputs, [v.overview, v.detail],
-                  show_progress="hidden", **PRIVATE)
+                  show_progress="minimal", **PRIVATE)  # the contributions' figures may still be coming
     event.success(None, js=LINES_STALE)
 
 

@@ -103,6 +103,9 @@ def table(r: dict) -> str:
             ("Browser: overview ÷ echo", f"{b['ratio']:.1f}×", f"≤ {GOALS['ratio_browser']:.0f}×",
              _ok(b["ratio"], GOALS["ratio_browser"])),
         ]
+        if "overview_draws_per_click" in b:  # 1 when the page script draws each figure once (assets/web/app.js)
+            rows.append(("Browser: overview drawn per click (most of any click)", str(b["overview_draws_per_click"]),
+                         "1", "yes" if b["overview_draws_per_click"] == 1 else "**no**"))
         rows = [row for row in rows if row]
         if "until_plotly_react" in b:
             rows.append(("Browser: of which click → Plotly.react (server + network)",

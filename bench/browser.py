@@ -63,6 +63,11 @@ HOOK_REACT = """() => {
 CLICK_TO_PLOT = """async (timeout) => {
   const old = document.querySelector('#overview .js-plotly-plot'), before = old.data;
   window.benchReactAt = null;
+  if (!window.benchCounting) {  // the overview's draws per click (one: app.js skips the element Gradio drops)
+    document.addEventListener('attn-drawn', (ev) => { if (ev.target.closest('#overview')) window.benchDraws += 1; });
+    window.benchCounting = true;
+  }
+  window.benchDraws = 0;
   return await new Promise((resolve, reject) => {
     let t0;
     const done = (gd) => {
@@ -123,7 +128,7 @@ CLICK_TO_ECHO = """async ([text, timeout]) => {
 def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] = print) -> dict:
     from playwright.sync_api import sync_playwright  # test requirement only
 
-    vis, react, echo, cached = [], [], [], []
+    vis, react, echo, cached, draws = [], [], [], [], []
     offsite: list[str] = []  # requests to anything but loopback (Chromium's flags stop their look-ups)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -148,6 +153,7 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
                 page.evaluate(SET_TEXT, ["#echo-in textarea", text])
                 page.evaluate(QUIET, QUIET_MS)
                 e = page.evaluate(CLICK_TO_ECHO, [text, 30_000])
+                draws.append(page.evaluate("() => window.benchDraws"))  # (counted until the page was quiet)
                 if i:
                     vis.append(r["total"] / 1000)
                     if r["react"] is not None:
@@ -162,7 +168,7 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
         finally:
             browser.close()
     out = {"visualise": stats(vis), "echo": stats(echo), "cached": stats(cached), "page_ready_s": page_ready_s,
-           "react_hooked": bool(hooked), "offsite_requests": len(offsite),
+           "react_hooked": bool(hooked), "overview_draws_per_click": max(draws), "offsite_requests": len(offsite),
            "offsite_examples": offsite[:5]}
     if react:
         out["until_plotly_react"] = stats(react)

@@ -128,14 +128,23 @@ def select_tab(page, label: str, tab_id: str) -> None:
     page.evaluate("() => window.scrollTo(0, 0)")
 
 
+def lines_on_screen(page, old=None) -> None:
+    """Scroll the alignment view on screen (the page draws it only there) and wait until it is drawn (a figure
+    other than ``old``, the one it showed before, if given)."""
+    page.locator("#lines").scroll_into_view_if_needed()
+    page.wait_for_function(f"(old) => {{ const gd = ({GD})('lines'); return !!gd?.querySelector('.scatterlayer path')"
+                           " && JSON.stringify(gd.layout.yaxis.ticktext) !== old; }", arg=old)
+
+
 def attention_shots(s: Session) -> None:
     """The Attention tab as it opens (the sharp default view), its alignment view, and presentation mode."""
     page = s.page
+    lines_on_screen(page)  # drawn once on screen: the whole-page shots show it too
+    page.evaluate("() => window.scrollTo(0, 0)")
     if s.wanted(s.name("tab-attention")):
         s.shoot("tab-attention")
     if s.wanted(s.name("alignment")):
-        page.locator("#lines").scroll_into_view_if_needed()  # drawn once on screen
-        page.wait_for_function(f"() => !!({GD})('lines')?.querySelector('.scatterlayer path')")
+        lines_on_screen(page)
         s.shoot("alignment", "#lines")
         page.evaluate("() => window.scrollTo(0, 0)")
     if s.wanted(s.name("present")):
@@ -151,6 +160,7 @@ def long_shots(s: Session) -> None:
     """A 100-token sentence (the longest the model takes): the page and its close-up."""
     page = s.page
     select_tab(page, "Attention", "attention")
+    old = page.evaluate(f"() => JSON.stringify(({GD})('lines')?.layout?.yaxis?.ticktext)")
     page.fill("#source textarea", LONG)
     page.click("#run")
     page.wait_for_function(f"() => ({TEXT})(['#status', '100 source tokens'])")
@@ -160,6 +170,7 @@ def long_shots(s: Session) -> None:
     for close in page.locator(".toast-close").all():
         close.click()
     page.wait_for_function("() => !document.querySelector('.toast-body')")
+    lines_on_screen(page, old)  # the whole-page shot shows this sentence's alignment view
     page.locator("#detail").scroll_into_view_if_needed()
     s.shoot("long-100-tokens", "#detail")
 

@@ -95,8 +95,8 @@
   // = {q: [...], k: [...]} (one query and key index per segment), token dots meta[page.tokenMeta] = "q" | "k" and
   // customdata = the token index. Plotly draws each segment of a line trace as its own path.js-line, in data
   // order: the others are hidden in the SVG, no replot (a restyle of x and y took seconds at 60 × 60 tokens on a
-  // busy CPU). Every redraw (a new figure, a resize, a legend click) draws the focus again. Gradio redraws a plot
-  // in the same element (Plotly.react): hooked once. gd.dataset.attnFocus says which token is shown ("q:3", "").
+  // busy CPU). Every redraw (a new figure, a resize, a legend click) draws the focus again. Each new figure comes in a
+  // new element (see deferDraws), hooked as it appears. gd.dataset.attnFocus says which token is shown ("q:3", "").
   const linesHook = (gd) => {
     if (!gd || !gd.on || gd.attnLinesHooked) return;
     gd.attnLinesHooked = true;
@@ -137,11 +137,12 @@
   // Drawn only when on screen (it is below the fold, and its many traces cost a busy page hundreds of ms): app.py
   // calls attnLinesStale() after a run or a new choice; the view is then asked for (page.linesRequest) at once if it is
   // on screen, else when it comes within 300 px of it.
-  let linesStale = false, linesSeen = false, linesEl = null;
+  let linesStale = false, linesSeen = false, linesEl = null, linesAsked = 0;
   const requestLines = () => {
     if (!linesStale || !linesSeen) return;
     linesStale = false;
-    send(page.linesRequest, `${Date.now()}`);
+    linesAsked += 1;  // every request a new value (a change), even two in one millisecond
+    send(page.linesRequest, `${linesAsked},${Date.now()}`);
   };
   window.attnLinesStale = () => { linesStale = true; requestLines(); };
   const linesSight = new IntersectionObserver((entries) => {
@@ -297,7 +298,7 @@
 
   // ---- Inside a head (issue #13; app.PAGE: page.detail, page.rowClick) ----------------------------------------
   // A click on a row of the close-up sends "row,time" to page.rowClick: the server opens "Inside a head" on that
-  // query (the row's 0-based position: the close-up's rows sit at y = 0 … Q-1). Gradio redraws in the same element.
+  // query (the row's 0-based position: the close-up's rows sit at y = 0 … Q-1). A new figure's element is hooked anew.
   const rowHook = (gd) => {
     if (!gd || !gd.on || gd.attnRowHooked) return;
     gd.attnRowHooked = true;
