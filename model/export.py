@@ -65,8 +65,11 @@ def human_hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
-def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict | None) -> str:
+def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict | None,
+               byte_fallback: bool = False) -> str:
+    """The card's Markdown; ``byte_fallback``: the tokenizer spells unseen characters as bytes (no <unk>)."""
     params = parameter_breakdown(cfg)["total"]
+    pieces = "joint En+De SentencePiece unigram" + (", byte fallback: no `<unk>`" if byte_fallback else "")
     last = log[-1] if log else {}
     # Runs started before the log recorded dropout used the first invocation's (preset or --dropout).
     first_dropout = args.get("dropout") or PRESETS[args.get("preset", "multi30k_small")].dropout
@@ -84,7 +87,7 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         "| N | d_model | h | d_k | d_ff | vocabulary | parameters |",
         "|---|---|---|---|---|---|---|",
         f"| {cfg.n_layers} | {cfg.d_model} | {cfg.n_heads} | {cfg.d_k} | {cfg.d_ff} | {cfg.vocab_size} "
-        f"(joint En+De SentencePiece unigram) | {params:,} |",
+        f"({pieces}) | {params:,} |",
         "",
         f"d_model is {cfg.d_model} rather than the paper's 512: narrow enough to train on two CPU cores.",
         "Weights are stored as float16 safetensors and run in float32 on a CPU, float16 on a GPU.",
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.run.is_dir():
         raise CheckpointError(f"{args.run}: run folder not found; pass the --out folder of `python -m model.train`")
     cfg = load_config(args.run)
-    load_tokenizer(args.run, cfg)
+    tokenizer = load_tokenizer(args.run, cfg)
     trainer = read_trainer(args.run)
     log = read_json(args.run / "log.json", "training log") if (args.run / "log.json").is_file() else []
     tensors, averaged = average_epochs(args.run, args.average, cfg)
@@ -171,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         load_state_into(model, tensors, args.run / "epochs")
         save_model(model, args.out, dtype=torch.float16)
         (args.out / TOKENIZER_FILE).write_bytes((args.run / TOKENIZER_FILE).read_bytes())
-    (args.out / CARD).write_text(model_card(cfg, log, trainer["args"], averaged, bleu), encoding="utf-8")
+    (args.out / CARD).write_text(model_card(cfg, log, trainer["args"], averaged, bleu,
+                                                   tokenizer.byte_fallback), encoding="utf-8")
     print(f"wrote {args.out} (averaged {', '.join(averaged)})")
     return 0
 

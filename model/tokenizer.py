@@ -30,6 +30,11 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.sp.GetPieceSize()
 
+    @property
+    def byte_fallback(self) -> bool:
+        """Whether unseen characters become byte pieces (<0x00>..<0xFF>) rather than <unk>."""
+        return any(self.sp.IsByte(i) for i in range(self.vocab_size))
+
     def check_matches(self, cfg: TransformerConfig) -> None:
         specials = (self.sp.pad_id(), self.sp.bos_id(), self.sp.eos_id(), self.sp.unk_id())
         if self.vocab_size != cfg.vocab_size or specials != (cfg.pad_id, cfg.bos_id, cfg.eos_id, cfg.unk_id):

@@ -18,11 +18,12 @@ def test_byte_fallback_tokenizer_never_gives_unk_and_shows_bytes_readably(tmp_pa
     assert "<" in pieces and ">" in pieces  # "<0x3C>" is shown as "<"
     assert [p for p in pieces if p.startswith("🙂")] == ["🙂₁", "🙂₂", "🙂₃", "🙂₄"]
     assert not any(p.startswith("<0x") for p in pieces)
+    assert tok.byte_fallback
 
 
 def test_small_vocabularies_go_without_byte_fallback(tmp_path):
     tok = train_tokenizer(TEXT, tmp_path / "tokenizer.model", 64)
-    assert not any(tok.sp.IsByte(i) for i in range(tok.vocab_size))
+    assert not tok.byte_fallback
     assert tok.sp.unk_id() in tok.encode("🙂")
 
 
@@ -31,3 +32,12 @@ def test_invalid_utf8_bytes_keep_their_names():
     assert readable_bytes(pieces, [True, True, False, True, True, True, True]) == [
         "<0xF0>", "<0x9F>", "x", "é₁", "é₂", "<0xFF>", "A"]
     assert readable_bytes(["▁a", "<0x41>"], [False, False]) == ["▁a", "<0x41>"]  # only byte ids are decoded
+
+
+def test_the_shipped_tokenizer_has_byte_fallback_and_its_card_says_so():
+    from model.inference import ASSETS
+    from model.tokenizer import Tokenizer
+
+    tok = Tokenizer(ASSETS / "tokenizer.model")
+    assert tok.byte_fallback and tok.sp.unk_id() not in tok.encode("a <b> 🙂 Œuvre ½")
+    assert "byte fallback: no `<unk>`" in (ASSETS / "MODEL_CARD.md").read_text(encoding="utf-8")
