@@ -539,9 +539,11 @@ def model_card_tab(page: Page) -> None:
 
 def api_endpoints(runs: Runs) -> None:
     """The endpoints without a page, for scripts (``viz.views.api``); an ablation waits for the one running."""
-    for name, fn in (("translate", api.translate), ("attention", api.attention_maps), ("decode_steps",
-                     api.decode_steps), ("inside_head", api.inside_head), ("head_stats", api.head_stats)):
-        gr.api(listener(fn, runs), api_name=name)
+    gr.api(listener(api.translate, runs), api_name="translate")
+    gr.api(listener(api.attention_maps, runs), api_name="attention")
+    gr.api(listener(api.decode_steps, runs), api_name="decode_steps")
+    gr.api(listener(api.inside_head, runs), api_name="inside_head")
+    gr.api(listener(api.head_stats, runs), api_name="head_stats")
     gr.api(listener(api.ablate, runs), api_name="ablate", **ABLATIONS)
 
 

@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         load_state_into(model, tensors, args.run / "epochs")
         save_model(model, args.out, dtype=torch.float16)
         (args.out / TOKENIZER_FILE).write_bytes((args.run / TOKENIZER_FILE).read_bytes())
-    (args.out / CARD).write_text(model_card(cfg, log, trainer["args"], averaged, bleu,
-                                                   tokenizer.byte_fallback), encoding="utf-8")
+    card = model_card(cfg, log, trainer["args"], averaged, bleu, tokenizer.byte_fallback)
+    (args.out / CARD).write_text(card, encoding="utf-8")
     print(f"wrote {args.out} (averaged {', '.join(averaged)})")
     return 0
 
