@@ -136,7 +136,8 @@ def test_sigterm_writes_a_checkpoint_that_resumes(corpus, tmp_path):
     assert proc.returncode == 0 and "stopped at step" in stdout
     step = json.loads((out / "last" / "trainer.json").read_text())["step"]
     assert step > 0
-    train(corpus, out, "--resume", "--max-steps", str(step + 2))
+    # (--epochs as the killed run's: train()'s 2 would end at once if the run had passed epoch 2 before the signal)
+    train(corpus, out, "--resume", "--max-steps", str(step + 2), "--epochs", "50")
     assert json.loads((out / "last" / "trainer.json").read_text())["step"] == step + 2
 
 
