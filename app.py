@@ -452,9 +452,9 @@ def inside_head_tab(page: Page) -> None:
     kind.input(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(**draw)
     gr.on([query.input, layer.release, head.input, factor.submit], **draw)
     take.click(listener(inside_view.factor_from_alpha, cfg.d_k), page.alpha, factor, **PRIVATE).then(**draw)
-    to_why.click(lambda: gr.Tabs(selected="scaling"), None, page.tabs, **PRIVATE)
+    to_why.click(lambda: gr.Tabs(selected="scaling"), None, page.tabs, show_progress_on=to_why, **PRIVATE)
     page.to_inside.click(listener(inside_view.factor_from_alpha, cfg.d_k), page.alpha, factor, **PRIVATE).then(
-        lambda: gr.Tabs(selected="inside"), None, page.tabs, **PRIVATE)
+        lambda: gr.Tabs(selected="inside"), None, page.tabs, show_progress_on=factor, **PRIVATE)
 
 
 def head_analysis_tab(page: Page) -> None:
@@ -548,9 +548,13 @@ def api_endpoints(runs: Runs) -> None:
 
 
 # --------------------------------------------------------------------------------------------- the whole app
-def create_app(translator: Translator) -> gr.Blocks:
-    """The app for one loaded model: every tab, listener and endpoint. Nothing is served yet (see ``launch``)."""
+def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
+    """The app for one loaded model: every tab, listener and endpoint. Nothing is served yet (see ``launch``).
+    ``serving``: the app will be served now, so the model process of the batched path (``model.worker``) starts
+    loading at once, while Gradio starts (otherwise it starts with the first batch)."""
     runs = Runs(translator, gpu=ZEROGPU)
+    if serving and runs.batched is not None:
+        runs.batched.start()
     # delete_cache: Gradio removes the files it holds for this app (exports, anything uploaded) after an hour.
     with gr.Blocks(title="Attention Is All You Need — attention visualiser", analytics_enabled=False,
                    delete_cache=(CACHE_AGE_S, CACHE_AGE_S)) as demo:
@@ -563,7 +567,27 @@ def create_app(translator: Translator) -> gr.Blocks:
                         model_card_tab):
                 tab(page)
         api_endpoints(runs)
+    progress_on_components(demo)
     return demo
+
+
+def progress_on_components(demo: gr.Blocks) -> None:
+    """No layout block with children (the tabs, a column) is where an event shows its progress: its components are.
+
+    On every status change of any event, Gradio's page refreshes the loading status of every progress target of
+    every event, and for a layout block it reads back (and deep-copies) every component inside it: with the tabs
+    an output of six events (a link, a tile or a button opens a tab), that was all ~225 components, several times
+    per click. Measured in Chromium (``structuredClone`` calls per click on "Translate and show attention"): 22,442
+    before, 7,768 after. An event whose outputs are all layout blocks names its ``show_progress_on`` itself."""
+    for fn in demo.fns.values():
+        if fn.show_progress_on is not None:
+            continue
+        parts = [o for o in fn.outputs if getattr(o, "children", None)]  # gr.HTML is a BlockContext without any
+        if parts:
+            components = [o for o in fn.outputs if o not in parts]
+            if not components:
+                raise ValueError(f"the event {fn.name!r} updates only layout blocks: give it a show_progress_on")
+            fn.show_progress_on = components
 
 
 class LeanSessionState(state_holder.SessionState):
@@ -604,7 +628,8 @@ def page_script() -> str:
 def launch(demo: gr.Blocks, **kwargs):
     """Serve ``demo`` as the Space does (``kwargs`` go to ``demo.launch``). A classroom of 30 waits its turn
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
-    batch (``model.batching``; with ``ATTN_BATCH=0``, two at a time for two cores), and api_open=False sends even
+    batch in the app's model process (``model.batching``, ``model.worker``; with ``ATTN_BATCH=0``, two at a time
+    for two cores, here), and api_open=False sends even
     raw HTTP calls through the queue. Sessions are small (``LeanSessionState``), at most ``SESSION_CAPACITY``.
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
     The app takes no uploads: Gradio's upload route refuses any file that is not empty (``max_file_size``)."""
@@ -633,14 +658,14 @@ def main() -> int:
         translator = load_translator()
     except USER_ERRORS as exc:
         return fail(f"{exc} (the app's model folder is {MODEL_DIR}; ATTN_MODEL_DIR sets another)")
-    launch(create_app(translator))
+    launch(create_app(translator, serving=True))
     return 0
 
 
 def __getattr__(name: str):
     """``app.demo``, Gradio's convention (``gradio app.py``): built with the served model on first use only."""
     if name == "demo":
-        globals()["demo"] = demo = create_app(load_translator())
+        globals()["demo"] = demo = create_app(load_translator(), serving=True)
         return demo
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -86,6 +86,19 @@ def read_status_kb(pid: int, field: str) -> int:
     raise KeyError(field)
 
 
+def tree_status_kb(pid: int, field: str) -> int:
+    """``read_status_kb`` summed over ``pid`` and its descendants (the app and its model process,
+    ``model.worker``); for VmHWM, the sum of each process's own peak."""
+    total = read_status_kb(pid, field)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += tree_status_kb(int(child), field)
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # it ended meanwhile
+    return total
+
+
 @dataclass
 class AppProcess:
     url: str

@@ -18,7 +18,7 @@ def echo(text: str) -> str:
 
 
 def main() -> None:
-    demo = app.create_app(app.load_translator())
+    demo = app.create_app(app.load_translator(), serving=True)
     with gr.Blocks(title="attention visualiser + echo (benchmark)", analytics_enabled=False) as bench_demo:
         demo.render()
         with gr.Row():

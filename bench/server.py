@@ -17,8 +17,8 @@ from bench.common import (
     GradioHTTP,
     app_process,
     client_burst,
-    read_status_kb,
     stats,
+    tree_status_kb,
     visualise_args,
     words,
 )
@@ -144,11 +144,11 @@ def sent_bytes(app_url: str, text: str) -> dict:
 def load(app_url: str, pid: int, n_clients: int, per_client: int, deadline: float) -> dict:
     """``n_clients`` threads, each with its own connection and its own 20-word window, sending ``per_client``
     requests back to back; the app's RSS before and its peak."""
-    rss_before = read_status_kb(pid, "VmRSS")
+    rss_before = tree_status_kb(pid, "VmRSS")
     text = lambda c, _r: visualise_args(" ".join(words(60).split()[c % 30:][:20]))  # noqa: E731
     out = client_burst(app_url, n_clients, per_client, text, timeout=max(5.0, deadline - time.perf_counter()),
                        deadline=deadline)
-    return {**out, "rss_before_mb": rss_before / 1024, "peak_rss_mb": read_status_kb(pid, "VmHWM") / 1024}
+    return {**out, "rss_before_mb": rss_before / 1024, "peak_rss_mb": tree_status_kb(pid, "VmHWM") / 1024}
 
 
 def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = print) -> dict:

@@ -15,8 +15,10 @@ goes to Python and dispatch), so the server decodes concurrent requests together
   behind it with ``Translator``'s own signatures. A bad sentence fails its own call only.
 
 Switches (read by ``BatchSettings.from_env``): ``ATTN_BATCH=0`` turns batching off (the bench compares
-both), ``ATTN_MAX_BATCH`` (default 16) and ``ATTN_BATCH_WAIT_MS`` (default 0: the calls that queued up while
-the previous batch ran make the next one; a fixed wait measured +10 ms on a lone request, for nothing).
+both), ``ATTN_MAX_BATCH`` (default 16), ``ATTN_BATCH_WAIT_MS`` (default 0: the calls that queued up while
+the previous batch ran make the next one; a fixed wait measured +10 ms on a lone request, for nothing) and
+``ATTN_BATCH_PROCESS=0`` (the batches run in the server's process instead of a model process of their own,
+``model.worker``; the bench compares all three).
 
 Shapes: B sentences, L layers, H heads, S/T the longest source/decoder length in the batch.
 """
@@ -24,8 +26,10 @@ Shapes: B sentences, L layers, H heads, S/T the longest source/decoder length in
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
+import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
@@ -38,6 +42,7 @@ import torch
 from model.decode import beam_search, greedy_decode, max_output_length, strip_special
 from model.inference import BOS_PIECE, EOS_PIECE, AttentionResult, Translator, clean_text
 from model.transformer import AttentionMaps, EncoderDecoder
+from model.worker import ModelProcess, WorkerGone
 
 
 # ------------------------------------------------------------------------------------- padded batches
@@ -224,14 +229,18 @@ def translate_batch(
 @dataclass(frozen=True)
 class BatchSettings:
     enabled: bool = True
-    max_batch_size: int = 16
+    max_batch_size: int = 32
     max_wait_s: float = 0.0
+    process: bool = True  # the batches run in a model process of their own (model.worker)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> BatchSettings:
-        """``ATTN_BATCH`` (0/false/off = off), ``ATTN_MAX_BATCH``, ``ATTN_BATCH_WAIT_MS``; a bad value is a
-        ValueError naming the variable."""
-        enabled = environ.get("ATTN_BATCH", "1").strip().lower() not in ("0", "false", "off", "no")
+        """``ATTN_BATCH`` (0/false/off = off), ``ATTN_MAX_BATCH``, ``ATTN_BATCH_WAIT_MS``, ``ATTN_BATCH_PROCESS``
+        (0 = the batches run in the server's own process); a bad value is a ValueError naming the variable."""
+        def on(name: str) -> bool:
+            return environ.get(name, "1").strip().lower() not in ("0", "false", "off", "no")
+
+        enabled = on("ATTN_BATCH")
         try:
             size = int(environ.get("ATTN_MAX_BATCH", cls.max_batch_size))
             wait_ms = float(environ.get("ATTN_BATCH_WAIT_MS", cls.max_wait_s * 1000))
@@ -239,7 +248,7 @@ class BatchSettings:
             raise ValueError(f"ATTN_MAX_BATCH must be a whole number and ATTN_BATCH_WAIT_MS a number: {exc}") from None
         if not 1 <= size <= 256 or not 0 <= wait_ms <= 1000:
             raise ValueError(f"ATTN_MAX_BATCH must be 1..256 and ATTN_BATCH_WAIT_MS 0..1000, got {size}, {wait_ms}")
-        return cls(enabled, size, wait_ms / 1000)
+        return cls(enabled, size, wait_ms / 1000, on("ATTN_BATCH_PROCESS"))
 
 
 class MicroBatcher:
@@ -307,12 +316,19 @@ class MicroBatcher:
 class BatchedTranslator:
     """``Translator.attention`` and ``.translate`` (same arguments), with concurrent calls decoded together.
 
-    A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path.
+    A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path. With
+    ``process``, the batches run in a child process (``model.worker``: the decoding loop then never waits for
+    the server's Python); if that process fails, the batch runs here and the next one starts a new process.
     """
 
-    def __init__(self, translator: Translator, max_batch_size: int = 16, max_wait_s: float = 0.0):
+    def __init__(self, translator: Translator, max_batch_size: int = 16, max_wait_s: float = 0.0,
+                 process: bool = False):
         self.translator = translator
         self.batcher = MicroBatcher(self._run, max_batch_size, max_wait_s)
+        # process: the batches run in a child process with its own copy of the model (model.worker)
+        self.process = ModelProcess(translator.folder, str(translator.device)) if process else None
+        if self.process is not None:
+            weakref.finalize(self, self.process.stop)  # no child outlives its translator
 
     def attention(self, text: str, target: str | None = None, scale: float | None = None,
                   head_mask=None) -> AttentionResult:
@@ -325,15 +341,36 @@ class BatchedTranslator:
             return self.translator.translate(text, beam, scale, head_mask)
         return self.batcher.submit(("translate", beam, scale), text)
 
+    def start(self) -> None:
+        """Start the model process now (the app does at launch: it loads while Gradio starts), if there is one."""
+        if self.process is not None:
+            self.process.start()
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
     def _run(self, group: tuple, items: list) -> list:
-        kind, *args = group
-        if len(items) == 1:  # alone: exactly the unbatched call
+        if self.process is not None:
             try:
-                if kind == "attention":
-                    return [self.translator.attention(*items[0], scale=args[0])]
-                return [self.translator.translate(items[0], beam=args[0], scale=args[1])]
-            except ValueError as exc:
-                return [exc]
-        if kind == "attention":
-            return attention_batch(self.translator, items, scale=args[0])
-        return translate_batch(self.translator, items, beam=args[0], scale=args[1])
+                return self.process.run(group, items)
+            except WorkerGone as exc:  # the batch runs here instead; the next one starts a new process
+                print(f"warning: {exc}; this batch runs in the server's own process", file=sys.stderr, flush=True)
+        return run_batch(self.translator, group, items)
+
+
+def run_batch(translator: Translator, group: tuple, items: list) -> list:
+    """One batch of ``BatchedTranslator``: ``group`` = ("attention", scale) with (text, target) items, or
+    ("translate", beam, scale) with texts; one result or ValueError per item. A batch of one takes
+    ``Translator``'s own path (exactly the unbatched call)."""
+    kind, *args = group
+    if len(items) == 1:
+        try:
+            if kind == "attention":
+                return [translator.attention(*items[0], scale=args[0])]
+            return [translator.translate(items[0], beam=args[0], scale=args[1])]
+        except ValueError as exc:
+            return [exc]
+    if kind == "attention":
+        return attention_batch(translator, items, scale=args[0])
+    return translate_batch(translator, items, beam=args[0], scale=args[1])

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +24,7 @@ from model.batching import (
 )
 from model.heads import KINDS
 from model.inference import ASSETS, Translator
+from model.worker import ROOT, ModelProcess, WorkerGone
 
 LONG = " ".join(["A dog runs in the park near the big red house."] * 12)  # > 100 tokens: cut, with a warning
 REQUESTS = [  # mixed lengths, teacher-forced ones among them, a bad one in the middle
@@ -43,6 +49,11 @@ def tiny(tiny_model_dir) -> Translator:
     return Translator(tiny_model_dir, device="cpu")
 
 
+def own_size(buffer) -> int:
+    """Bytes of a numpy array's base: a tensor (a batch of one takes ``Translator.attention``'s path) or bytes."""
+    return buffer.nbytes if hasattr(buffer, "nbytes") else len(buffer)
+
+
 def assert_same_result(alone, batched, atol: float = 1e-5) -> None:
     """Every field of the two AttentionResults equal (a field added later is compared too); maps to ``atol``."""
     for f in dataclasses.fields(alone):
@@ -50,7 +61,9 @@ def assert_same_result(alone, batched, atol: float = 1e-5) -> None:
         if f.name in KINDS:
             assert mine.shape == theirs.shape, f.name
             np.testing.assert_allclose(mine, theirs, atol=atol, rtol=0, err_msg=f.name)
-            assert mine.base is None  # its own copy: a cached result must not pin the whole batch
+            # its own copy: a cached result must not pin the whole batch (from the model process, an array is
+            # unpickled onto a bytes buffer of its own size)
+            assert mine.base is None or own_size(mine.base) == mine.nbytes
         elif isinstance(theirs, np.ndarray):
             np.testing.assert_array_equal(mine, theirs, err_msg=f.name)
         else:
@@ -135,8 +148,9 @@ def test_micro_batcher_survives_a_broken_batch_function():
     assert batcher.submit("g", 7) == 7  # the worker thread lives on
 
 
-def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped):
-    batched = BatchedTranslator(shipped, max_batch_size=8, max_wait_s=0.05)
+@pytest.mark.parametrize("process", [False, True], ids=["here", "model-process"])
+def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, process):
+    batched = BatchedTranslator(shipped, max_batch_size=8, max_wait_s=0.05, process=process)
     texts = [f"{n} dogs are running through the snow near a {colour} house." for n, colour in
              zip(range(2, 8), ("red", "big", "small", "white", "blue", "green"))]
     start = threading.Barrier(len(texts) + 2)
@@ -159,12 +173,65 @@ def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped):
     assert max(batched.batcher.batch_sizes) > 1  # they really were decoded together
     with pytest.raises(ValueError, match="empty"):
         batched.attention("")
+    if process:  # they ran in the child, which is still there (one start), and ends with its translator
+        pid = batched.process.pid
+        assert pid is not None and pid != os.getpid() and batched.process.starts == 1
+        batched.close()
+        assert_gone(pid)
+
+
+def assert_gone(pid: int, within_s: float = 10.0) -> None:
+    """Process ``pid`` has ended within ``within_s`` (gone, or a zombie that its parent has not reaped yet)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return  # ended, not reaped yet
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} still runs after {within_s} s")
+
+
+def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny):
+    batched = BatchedTranslator(tiny, process=True)
+    assert_same_result(tiny.attention("a dog runs."), batched.attention("a dog runs."))
+    first = batched.process.pid
+    os.kill(first, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while batched.process.pid is not None and time.monotonic() < deadline:  # None once it has ended
+        time.sleep(0.02)
+    assert_same_result(tiny.attention("a big dog."), batched.attention("a big dog."))  # in a new child
+    assert batched.process.starts == 2 and batched.process.pid not in (None, first)
+    batched.close()
+
+
+def test_a_model_process_that_cannot_load_runs_the_batch_here_and_says_why(tiny, tmp_path, capfd):
+    process = ModelProcess(tmp_path / "no_model")
+    with pytest.raises(WorkerGone, match="could not load .*no_model"):
+        process.run(("attention", None), [("a dog.", None)])
+    batched = BatchedTranslator(tiny, process=True)
+    batched.process.folder = tmp_path / "no_model"
+    assert_same_result(tiny.attention("a cat runs."), batched.attention("a cat runs."))  # here, in this process
+    assert "could not load" in capfd.readouterr().err
+    batched.close()
+
+
+def test_the_model_process_ends_when_the_server_dies(tiny_model_dir):
+    """The app killed (no cleanup at all): its model process sees its pipe close and leaves."""
+    script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from model.worker import ModelProcess; "
+              f"p = ModelProcess({str(tiny_model_dir)!r}); p.run(('attention', None), [('a dog.', None)]); "
+              "print(p.pid, flush=True); os._exit(0)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert_gone(int(out.stdout))
 
 
 def test_batch_settings_from_env():
-    assert BatchSettings.from_env({}) == BatchSettings(True, 16, 0.0)
-    off = BatchSettings.from_env({"ATTN_BATCH": "0", "ATTN_MAX_BATCH": "4", "ATTN_BATCH_WAIT_MS": "10"})
-    assert off == BatchSettings(False, 4, 0.01)
+    assert BatchSettings.from_env({}) == BatchSettings(True, 32, 0.0, process=True)
+    off = BatchSettings.from_env({"ATTN_BATCH": "0", "ATTN_MAX_BATCH": "4", "ATTN_BATCH_WAIT_MS": "10",
+                                  "ATTN_BATCH_PROCESS": "off"})
+    assert off == BatchSettings(False, 4, 0.01, process=False)
     for bad in ({"ATTN_MAX_BATCH": "many"}, {"ATTN_MAX_BATCH": "0"}, {"ATTN_BATCH_WAIT_MS": "-1"}):
         with pytest.raises(ValueError, match="ATTN_"):
             BatchSettings.from_env(bad)

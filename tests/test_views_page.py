@@ -46,6 +46,22 @@ def test_the_label_patterns_read_layer_and_head_off_the_overview():
     assert layers == [1, 1, 2, 2] and heads == [1, 1, 2, 2, 3, 3]  # gap rows and columns match neither
 
 
+def test_no_event_shows_its_progress_on_a_layout_block(demo):
+    """Gradio's page re-reads every component inside a progress target on each status change of any event: the tabs
+    as one would make every click walk the whole app (app.progress_on_components)."""
+    tabs_events = [fn for fn in demo.fns.values() if any(isinstance(o, gr.Tabs) for o in fn.outputs)]
+    assert len(tabs_events) >= 5  # links, tiles and buttons open tabs
+    for fn in demo.fns.values():
+        targets = fn.show_progress_on if fn.show_progress_on is not None else fn.outputs
+        assert not [t for t in targets if getattr(t, "children", None)], fn.name
+    with gr.Blocks() as other, gr.Tabs() as tabs:
+        with gr.Tab("a"):
+            button = gr.Button()
+        button.click(lambda: gr.Tabs(selected="a"), None, tabs)
+    with pytest.raises(ValueError, match="only layout blocks"):
+        app.progress_on_components(other)
+
+
 def test_every_named_endpoint_is_there(demo):
     named = {dep.api_name for dep in demo.fns.values() if dep.api_visibility != "private"}
     assert ENDPOINTS <= named

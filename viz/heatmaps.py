@@ -171,8 +171,12 @@ def _base_layout(title: str, height: int, template: dict | None = None) -> dict:
 
 
 def _clean_axis(**extra) -> dict:
-    """An axis with no grid, zero line or border; tick labels decided by the caller."""
-    return dict(showgrid=False, zeroline=False, showline=False, ticks="", **extra)
+    """An axis with no grid, zero line or border; tick labels decided by the caller.
+
+    ``ticklabeloverflow="allow"``: plotly's default ("hide past div") measures every tick label's box after
+    drawing it, a forced layout of the whole page each time (a third of the drawing time of the two heatmaps,
+    measured with Chromium's profiler); the margins already make room for the labels (automargin)."""
+    return dict(showgrid=False, zeroline=False, showline=False, ticks="", ticklabeloverflow="allow", **extra)
 
 
 def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
@@ -182,6 +186,7 @@ def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
         ticktext=["0", "0.25", "0.5", "0.75", "1"],
         thickness=12,
         outlinewidth=0,
+        ticklabeloverflow="allow",  # see _clean_axis
     )
 
 

@@ -83,7 +83,7 @@ class Runs:
         self.translator, self.cfg = translator, translator.cfg
         self.cache = ByteLRU(budget_from_env()) if cache is None else cache
         batching = BatchSettings.from_env() if batching is None else batching
-        self.batched = (BatchedTranslator(translator, batching.max_batch_size, batching.max_wait_s)
+        self.batched = (BatchedTranslator(translator, batching.max_batch_size, batching.max_wait_s, batching.process)
                         if batching.enabled and gpu is None else None)
         model = self.batched or translator  # the same attention() and translate()
         wrap = gpu or (lambda fn: fn)
