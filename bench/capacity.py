@@ -20,7 +20,19 @@ import os
 import time
 from collections.abc import Callable
 
-from bench.common import _POOL, GradioHTTP, app_process, client_burst, stats, tree_status_kb, visualise_args, words
+from bench.common import (
+    _POOL,
+    GradioHTTP,
+    app_process,
+    client_burst,
+    cpu_seconds,
+    descendants,
+    read_status_kb,
+    stats,
+    tree_status_kb,
+    visualise_args,
+    words,
+)
 
 MEMORY_BASELINE = 50  # sessions before the baseline RSS is read
 BURSTS = ((30, 10), (100, 3))  # (clients, requests per client)
@@ -59,8 +71,10 @@ def memory(quick: bool, log: Callable[[str], None]) -> dict:
             rss[upto] = tree_status_kb(app.proc.pid, "VmRSS") / 1024
             log(f"  memory: {upto} sessions, RSS {rss[upto]:.0f} MB ({run['median_ms']:.0f} ms per request)")
         peak = tree_status_kb(app.proc.pid, "VmHWM") / 1024
+        model_process = sum(read_status_kb(p, "VmRSS") for p in descendants(app.proc.pid)) / 1024
     return {"sessions": total, "baseline_sessions": MEMORY_BASELINE, "rss_start_mb": rss[0],
             "rss_baseline_mb": rss[MEMORY_BASELINE], "rss_end_mb": rss[total], "peak_rss_mb": peak,
+            "model_process_rss_mb": model_process,
             "growth_mb": rss[total] - rss[MEMORY_BASELINE],
             "growth_per_session_kb": 1024 * (rss[total] - rss[MEMORY_BASELINE]) / (total - MEMORY_BASELINE)}
 
@@ -77,12 +91,15 @@ def burst(quick: bool, log: Callable[[str], None]) -> dict:
             offset += 100
             out.setdefault("lone", {})[mode] = lone
             for clients, per_client in (QUICK_BURSTS if quick else BURSTS):
+                cpu_before = cpu_seconds(app.proc.pid)
                 run = client_burst(app.url, clients, per_client, lambda c, r, o=offset, n=per_client: visualise_args(
                     distinct_text(o + c * n + r)))
+                run["server_cores"] = (cpu_seconds(app.proc.pid) - cpu_before) / run["wall_s"]  # app + model process
                 offset += clients * per_client
                 out.setdefault(f"{clients}x{per_client}", {})[mode] = run
                 log(f"  burst {clients}×{per_client} {mode}: p50 {run['median_ms']:.0f} ms, "
-                    f"p95 {run['p95_ms']:.0f} ms, {run['throughput_rps']:.1f} req/s, errors {run['errors']}")
+                    f"p95 {run['p95_ms']:.0f} ms, {run['throughput_rps']:.1f} req/s, errors {run['errors']}, "
+                    f"server {run['server_cores']:.2f} cores")
     for name, runs in out.items():
         if name != "lone":
             runs["speedup"] = runs["batched"]["throughput_rps"] / max(runs["unbatched"]["throughput_rps"], 1e-9)
@@ -127,9 +144,11 @@ def rows(c: dict) -> list[tuple[str, str, str, str]]:
     out = []
     if "memory" in c:
         m = c["memory"]
-        out.append((f"Memory: app RSS after {m['baseline_sessions']} → {m['sessions']} fresh sessions at 100 tokens "
-                    "a side", f"{m['rss_baseline_mb']:.0f} → {m['rss_end_mb']:.0f} MB (+{m['growth_mb']:.0f} MB, "
-                    f"{m['growth_per_session_kb']:.0f} KB per session)", f"≤ +{GOALS['memory_growth_mb']:.0f} MB",
+        out.append((f"Memory: app + model process RSS after {m['baseline_sessions']} → {m['sessions']} fresh sessions "
+                    "at 100 tokens a side",
+                    f"{m['rss_baseline_mb']:.0f} → {m['rss_end_mb']:.0f} MB (+{m['growth_mb']:.0f} MB, "
+                    f"{m['growth_per_session_kb']:.0f} KB per session; of it the model process "
+                    f"{m.get('model_process_rss_mb', 0):.0f} MB)", f"≤ +{GOALS['memory_growth_mb']:.0f} MB",
                     _ok(m["growth_mb"], GOALS["memory_growth_mb"])))
     for name, runs in c.get("burst", {}).items():
         if name == "lone":
@@ -141,8 +160,9 @@ def rows(c: dict) -> list[tuple[str, str, str, str]]:
         for mode in (m for m in MODES if m in runs):
             b = runs[mode]
             out.append((f"Burst {b['clients']} clients × {b['requests_per_client']} distinct sentences, {mode} "
-                        "(p50 / p95, requests/s)", f"{b['median_ms']:.0f} / {b['p95_ms']:.0f} ms, "
-                        f"{b['throughput_rps']:.1f} req/s, {b['errors']} errors",
+                        "(p50 / p95, requests/s, CPU cores the server used)", f"{b['median_ms']:.0f} / "
+                        f"{b['p95_ms']:.0f} ms, {b['throughput_rps']:.1f} req/s, {b.get('server_cores', 0):.2f} cores, "
+                        f"{b['errors']} errors",
                         f"p95 ≤ {goal:.0f} ms" if goal and mode == "batched" else "",
                         _ok(b["p95_ms"], goal) if goal and mode == "batched" else ""))
         out.append((f"Burst {name.replace('x', ' × ')}: throughput batched ÷ unbatched", f"{runs['speedup']:.1f}×",

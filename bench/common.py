@@ -89,13 +89,38 @@ def read_status_kb(pid: int, field: str) -> int:
 def tree_status_kb(pid: int, field: str) -> int:
     """``read_status_kb`` summed over ``pid`` and its descendants (the app and its model process,
     ``model.worker``); for VmHWM, the sum of each process's own peak."""
-    total = read_status_kb(pid, field)
+    total = 0
+    for p in (pid, *descendants(pid)):
+        try:
+            total += read_status_kb(p, field)
+        except FileNotFoundError:
+            pass  # it ended meanwhile
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s children, their children, ... (the app's model process)."""
+    out = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                total += tree_status_kb(int(child), field)
-            except (FileNotFoundError, ProcessLookupError):
-                pass  # it ended meanwhile
+        try:
+            children = [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile
+        for child in children:
+            out += [child, *descendants(child)]
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` and its descendants so far (what they have used, not their children's
+    after those ended), from /proc/<pid>/stat."""
+    total = 0.0
+    for p in (pid, *descendants(pid)):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
 
 

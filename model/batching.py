@@ -318,7 +318,8 @@ class BatchedTranslator:
 
     A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path. With
     ``process``, the batches run in a child process (``model.worker``: the decoding loop then never waits for
-    the server's Python); if that process fails, the batch runs here and the next one starts a new process.
+    the server's Python) once it has loaded the model (before, here: a cold start does not wait for it); if that
+    process fails, the batch runs here and the next one starts a new process.
     """
 
     def __init__(self, translator: Translator, max_batch_size: int = 16, max_wait_s: float = 0.0,
@@ -327,6 +328,7 @@ class BatchedTranslator:
         self.batcher = MicroBatcher(self._run, max_batch_size, max_wait_s)
         # process: the batches run in a child process with its own copy of the model (model.worker)
         self.process = ModelProcess(translator.folder, str(translator.device)) if process else None
+        self.batches_here = 0  # batches run in this process (all of them without a model process)
         if self.process is not None:
             weakref.finalize(self, self.process.stop)  # no child outlives its translator
 
@@ -353,9 +355,11 @@ class BatchedTranslator:
     def _run(self, group: tuple, items: list) -> list:
         if self.process is not None:
             try:
-                return self.process.run(group, items)
+                if self.process.ready():  # while it loads the model (the app's first seconds), batches run here
+                    return self.process.run(group, items)
             except WorkerGone as exc:  # the batch runs here instead; the next one starts a new process
                 print(f"warning: {exc}; this batch runs in the server's own process", file=sys.stderr, flush=True)
+        self.batches_here += 1
         return run_batch(self.translator, group, items)
 
 

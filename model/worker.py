@@ -3,16 +3,17 @@
 Why a process: the server's Python (Gradio's events, the figures) and the model's decoding loop share one
 interpreter lock. A decoding step of the small model is hundreds of tiny torch calls, and each one gives the
 lock up and must wait to get it back while another thread runs Python (up to ``sys.getswitchinterval()``,
-5 ms, each time). Measured on the 2-core CPU (one batch of 16 sentences, one torch thread): 150 ms alone,
-23 s beside one busy Python thread; in a burst the whole server used 1.0 of its 2 cores. Here the decoding
-loop runs in a child process with its own interpreter, so it never waits for the server's Python.
+5 ms, each time): in a burst the whole server used one of its two cores (``python -m bench --sections capacity``,
+the rows "batched in the server's process", with the CPU cores the server used). Here the decoding loop runs in
+a child process with its own interpreter, so it never waits for the server's Python.
 
 ``ModelProcess(folder, device)`` starts ``python -m model.worker`` (not ``multiprocessing``' spawn: that would
 import the app, i.e. Gradio, again in the child) with two pipes, and loads the same model folder there.
-``run(group, items)`` sends one batch and returns ``model.batching.run_batch``'s list from the child: results
-and ValueErrors, pickled. The child leaves when its pipe closes (the server stopped or died). A child that dies
-or hangs is a ``WorkerGone``; the next batch starts a new one (``model.batching.BatchedTranslator`` then runs
-the failed batch in its own process instead: nothing is lost).
+``ready()`` says whether it has loaded the model yet; ``run(group, items)`` sends one batch and returns
+``model.batching.run_batch``'s list from the child: results and ValueErrors, pickled. The child leaves when its
+pipe closes (the server stopped or died). A child that dies or hangs is a ``WorkerGone``; the next batch starts
+a new one (``model.batching.BatchedTranslator`` then runs the failed batch in its own process instead: nothing
+is lost).
 """
 
 from __future__ import annotations
@@ -78,15 +79,32 @@ class ModelProcess:
             self._ready = False
             self.starts += 1
 
-    def run(self, group: tuple, items: list) -> list:
-        """One batch in the child: ``model.batching.run_batch(translator, group, items)``'s list."""
+    def ready(self, wait_s: float = 0.0) -> bool:
+        """Whether the child has loaded the model (waiting up to ``wait_s`` for it; starts it if needed). A child
+        that could not load it, or died, is a WorkerGone."""
         self.start()
+        if self._ready:
+            return True
         try:
-            if not self._ready:
-                answer = self._answer(self.load_timeout_s, "load the model")
-                if answer != READY:
-                    raise WorkerGone(f"the model process could not load {self.folder}: {answer}")
-                self._ready = True
+            if not self._recv.poll(wait_s):
+                return False
+            answer = self._recv.recv()
+        except (OSError, EOFError) as exc:
+            self.stop()
+            raise WorkerGone(f"the model process stopped while loading: {exc!r}") from exc
+        if answer != READY:
+            self.stop()
+            raise WorkerGone(f"the model process could not load {self.folder}: {answer}")
+        self._ready = True
+        return True
+
+    def run(self, group: tuple, items: list) -> list:
+        """One batch in the child: ``model.batching.run_batch(translator, group, items)``'s list (waiting for the
+        child to load the model first, if it has not)."""
+        if not self.ready(self.load_timeout_s):
+            self.stop()
+            raise WorkerGone(f"the model process did not load the model within {self.load_timeout_s:.0f} s")
+        try:
             self._send.send((group, items))
             return self._answer(self.timeout_s, f"run a batch of {len(items)}")
         except (OSError, EOFError, WorkerGone) as exc:

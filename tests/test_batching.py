@@ -151,6 +151,8 @@ def test_micro_batcher_survives_a_broken_batch_function():
 @pytest.mark.parametrize("process", [False, True], ids=["here", "model-process"])
 def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, process):
     batched = BatchedTranslator(shipped, max_batch_size=8, max_wait_s=0.05, process=process)
+    if process:
+        assert batched.process.ready(wait_s=60)  # (until then, batches run here)
     texts = [f"{n} dogs are running through the snow near a {colour} house." for n, colour in
              zip(range(2, 8), ("red", "big", "small", "white", "blue", "green"))]
     start = threading.Barrier(len(texts) + 2)
@@ -176,6 +178,7 @@ def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, pr
     if process:  # they ran in the child, which is still there (one start), and ends with its translator
         pid = batched.process.pid
         assert pid is not None and pid != os.getpid() and batched.process.starts == 1
+        assert batched.batches_here == 0
         batched.close()
         assert_gone(pid)
 
@@ -195,25 +198,31 @@ def assert_gone(pid: int, within_s: float = 10.0) -> None:
 
 def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny):
     batched = BatchedTranslator(tiny, process=True)
+    assert batched.process.ready(wait_s=60)
     assert_same_result(tiny.attention("a dog runs."), batched.attention("a dog runs."))
     first = batched.process.pid
     os.kill(first, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while batched.process.pid is not None and time.monotonic() < deadline:  # None once it has ended
         time.sleep(0.02)
+    assert batched.process.ready(wait_s=60)
     assert_same_result(tiny.attention("a big dog."), batched.attention("a big dog."))  # in a new child
-    assert batched.process.starts == 2 and batched.process.pid not in (None, first)
+    assert batched.process.starts == 2 and batched.process.pid not in (None, first) and batched.batches_here == 0
     batched.close()
 
 
-def test_a_model_process_that_cannot_load_runs_the_batch_here_and_says_why(tiny, tmp_path, capfd):
+def test_a_model_process_that_cannot_load_says_why_and_the_batch_runs_here(tiny, tmp_path):
     process = ModelProcess(tmp_path / "no_model")
     with pytest.raises(WorkerGone, match="could not load .*no_model"):
         process.run(("attention", None), [("a dog.", None)])
     batched = BatchedTranslator(tiny, process=True)
     batched.process.folder = tmp_path / "no_model"
+    with pytest.raises(WorkerGone, match="could not load"):
+        batched.process.ready(wait_s=60)
     assert_same_result(tiny.attention("a cat runs."), batched.attention("a cat runs."))  # here, in this process
-    assert "could not load" in capfd.readouterr().err
+    assert batched.batches_here == 1  # (a new process was started for it, which fails too)
+    with pytest.raises(WorkerGone, match="could not load"):
+        batched.process.ready(wait_s=60)
     batched.close()
 
 
