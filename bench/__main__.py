@@ -106,10 +106,13 @@ def table(r: dict) -> str:
         if "overview_draws_per_click" in b:  # 1 when the page script draws each figure once (assets/web/app.js)
             rows.append(("Browser: overview drawn per click (most of any click)", str(b["overview_draws_per_click"]),
                          "1", "yes" if b["overview_draws_per_click"] == 1 else "**no**"))
+        if "clones_per_click" in b:  # app.progress_on_components: no event shows its progress on the tabs
+            rows.append(("Browser: structuredClone calls per click (Gradio's page copying component data; median)",
+                         str(b["clones_per_click"]), "", ""))
         rows = [row for row in rows if row]
         if "until_plotly_react" in b:
-            rows.append(("Browser: of which click → Plotly.react (server + network)",
-                         f"{b['until_plotly_react']['median_ms']:.0f} ms", "", ""))
+            rows.append(("Browser: of which click → Plotly.react (server + network + Gradio's page; the rest is "
+                         "drawing)", f"{b['until_plotly_react']['median_ms']:.0f} ms", "", ""))
     for n, s in r.get("server", {}).get("words", {}).items():
         goal = f"≤ {GOALS['server_20_words_ms']:.0f} ms" if n == "20" else ""
         ok = _ok(s["median_ms"], GOALS["server_20_words_ms"]) if n == "20" else ""

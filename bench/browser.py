@@ -12,6 +12,8 @@ The page is ``python -m bench.serve`` (the app plus an echo button). Times are t
   textarea (a hook on that element's ``value`` setter; no polling): the floor of a round trip, clicked once the
   page has drawn what the run started (the close-up, and the alignment view where it is on screen: no change to
   the page for ``QUIET_MS``), so that it is not a measure of the page's remaining work.
+* clones: how many times Gradio's page called ``structuredClone`` (copying component data) from a click until the
+  page was quiet (``app.progress_on_components`` keeps this down).
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ HOOK_REACT = """() => {
     };
     window.Plotly.benchWrapped = true;
   }
+  if (!window.benchClonesCounted) {  // Gradio's page deep-copies component data with structuredClone
+    const clone = window.structuredClone;
+    window.benchClones = 0;
+    window.structuredClone = function (...args) { window.benchClones += 1; return clone.apply(this, args); };
+    window.benchClonesCounted = true;
+  }
   return !!(window.Plotly && window.Plotly.benchWrapped);
 }"""
 CLICK_TO_PLOT = """async (timeout) => {
@@ -68,6 +76,7 @@ CLICK_TO_PLOT = """async (timeout) => {
     window.benchCounting = true;
   }
   window.benchDraws = 0;
+  window.benchClones = 0;
   return await new Promise((resolve, reject) => {
     let t0;
     const done = (gd) => {
@@ -128,7 +137,7 @@ CLICK_TO_ECHO = """async ([text, timeout]) => {
 def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] = print) -> dict:
     from playwright.sync_api import sync_playwright  # test requirement only
 
-    vis, react, echo, cached, draws = [], [], [], [], []
+    vis, react, echo, cached, draws, clones = [], [], [], [], [], []
     offsite: list[str] = []  # requests to anything but loopback (Chromium's flags stop their look-ups)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -152,6 +161,7 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
                 text = f"echo {i}"
                 page.evaluate(SET_TEXT, ["#echo-in textarea", text])
                 page.evaluate(QUIET, QUIET_MS)
+                clones.append(page.evaluate("() => window.benchClones"))  # the click's, until the page was quiet
                 e = page.evaluate(CLICK_TO_ECHO, [text, 30_000])
                 draws.append(page.evaluate("() => window.benchDraws"))  # (counted until the page was quiet)
                 if i:
@@ -168,7 +178,8 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
         finally:
             browser.close()
     out = {"visualise": stats(vis), "echo": stats(echo), "cached": stats(cached), "page_ready_s": page_ready_s,
-           "react_hooked": bool(hooked), "overview_draws_per_click": max(draws), "offsite_requests": len(offsite),
+           "react_hooked": bool(hooked), "overview_draws_per_click": max(draws),
+           "clones_per_click": sorted(clones)[len(clones) // 2], "offsite_requests": len(offsite),
            "offsite_examples": offsite[:5]}
     if react:
         out["until_plotly_react"] = stats(react)

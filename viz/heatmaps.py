@@ -174,8 +174,8 @@ def _clean_axis(**extra) -> dict:
     """An axis with no grid, zero line or border; tick labels decided by the caller.
 
     ``ticklabeloverflow="allow"``: plotly's default ("hide past div") measures every tick label's box after
-    drawing it, a forced layout of the whole page each time (a third of the drawing time of the two heatmaps,
-    measured with Chromium's profiler); the margins already make room for the labels (automargin)."""
+    drawing it, a forced layout of the whole page each time (a large part of the two heatmaps' drawing in
+    Chromium's profiler); the margins already make room for the labels (automargin)."""
     return dict(showgrid=False, zeroline=False, showline=False, ticks="", ticklabeloverflow="allow", **extra)
 
 
