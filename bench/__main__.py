@@ -159,7 +159,7 @@ def table(r: dict) -> str:
              "(cached after its first request; median / p95)",
              f"{ld['median_ms']:.0f} / {ld['p95_ms']:.0f} ms ({ld['throughput_rps']:.1f} req/s)", "", ""),
             ("Load: errors", str(ld["errors"]), "0", "yes" if ld["errors"] == 0 else "**no**"),
-            ("Load: app peak RSS (VmHWM)", f"{ld['peak_rss_mb']:.0f} MB", "", ""),
+            ("Load: peak RSS (VmHWM) of the app + of its model process", f"{ld['peak_rss_mb']:.0f} MB", "", ""),
         ]
     if "cold_start" in r:
         c = r["cold_start"]

@@ -161,7 +161,8 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
                 text = f"echo {i}"
                 page.evaluate(SET_TEXT, ["#echo-in textarea", text])
                 page.evaluate(QUIET, QUIET_MS)
-                clones.append(page.evaluate("() => window.benchClones"))  # the click's, until the page was quiet
+                if i:  # (not the warm-up's)
+                    clones.append(page.evaluate("() => window.benchClones"))  # the click's, until the page was quiet
                 e = page.evaluate(CLICK_TO_ECHO, [text, 30_000])
                 draws.append(page.evaluate("() => window.benchDraws"))  # (counted until the page was quiet)
                 if i:

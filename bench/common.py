@@ -88,23 +88,27 @@ def read_status_kb(pid: int, field: str) -> int:
 
 def tree_status_kb(pid: int, field: str) -> int:
     """``read_status_kb`` summed over ``pid`` and its descendants (the app and its model process,
-    ``model.worker``); for VmHWM, the sum of each process's own peak."""
+    ``model.worker``); for VmHWM, the sum of each process's own peak. A process that ends meanwhile counts 0."""
     total = 0
     for p in (pid, *descendants(pid)):
         try:
             total += read_status_kb(p, field)
-        except FileNotFoundError:
-            pass  # it ended meanwhile
+        except (OSError, KeyError):  # gone, or a zombie (no memory lines)
+            pass
     return total
 
 
 def descendants(pid: int) -> list[int]:
-    """``pid``'s children, their children, ... (the app's model process)."""
+    """``pid``'s children, their children, ... (the app's model process); one that ends meanwhile is left out."""
     out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
         try:
             children = [int(c) for c in (task / "children").read_text().split()]
-        except FileNotFoundError:
+        except OSError:
             continue  # the thread ended meanwhile
         for child in children:
             out += [child, *descendants(child)]
@@ -118,7 +122,7 @@ def cpu_seconds(pid: int) -> float:
     for p in (pid, *descendants(pid)):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
+        except OSError:
             continue
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total

@@ -15,7 +15,7 @@ goes to Python and dispatch), so the server decodes concurrent requests together
   behind it with ``Translator``'s own signatures. A bad sentence fails its own call only.
 
 Switches (read by ``BatchSettings.from_env``): ``ATTN_BATCH=0`` turns batching off (the bench compares
-both), ``ATTN_MAX_BATCH`` (default 16), ``ATTN_BATCH_WAIT_MS`` (default 0: the calls that queued up while
+both), ``ATTN_MAX_BATCH`` (default 32), ``ATTN_BATCH_WAIT_MS`` (default 0: the calls that queued up while
 the previous batch ran make the next one; a fixed wait measured +10 ms on a lone request, for nothing) and
 ``ATTN_BATCH_PROCESS=0`` (the batches run in the server's process instead of a model process of their own,
 ``model.worker``; the bench compares all three).
@@ -29,7 +29,6 @@ import os
 import sys
 import threading
 import time
-import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
@@ -322,15 +321,14 @@ class BatchedTranslator:
     process fails, the batch runs here and the next one starts a new process.
     """
 
-    def __init__(self, translator: Translator, max_batch_size: int = 16, max_wait_s: float = 0.0,
+    def __init__(self, translator: Translator, max_batch_size: int = 32, max_wait_s: float = 0.0,
                  process: bool = False):
         self.translator = translator
         self.batcher = MicroBatcher(self._run, max_batch_size, max_wait_s)
-        # process: the batches run in a child process with its own copy of the model (model.worker)
+        # process: the batches run in a child process with its own copy of the model (model.worker). It lives as
+        # long as the server (its pipe closes when the server's process ends), or until close().
         self.process = ModelProcess(translator.folder, str(translator.device)) if process else None
         self.batches_here = 0  # batches run in this process (all of them without a model process)
-        if self.process is not None:
-            weakref.finalize(self, self.process.stop)  # no child outlives its translator
 
     def attention(self, text: str, target: str | None = None, scale: float | None = None,
                   head_mask=None) -> AttentionResult:
@@ -349,15 +347,20 @@ class BatchedTranslator:
             self.process.start()
 
     def close(self) -> None:
+        """End the model process for good (later batches run here)."""
         if self.process is not None:
-            self.process.stop()
+            self.process.close()
 
     def _run(self, group: tuple, items: list) -> list:
-        if self.process is not None:
+        if self.process is not None and not self.process.closed:
             try:
                 if self.process.ready():  # while it loads the model (the app's first seconds), batches run here
-                    return self.process.run(group, items)
-            except WorkerGone as exc:  # the batch runs here instead; the next one starts a new process
+                    results = self.process.run(group, items)
+                    failed = [r for r in results if isinstance(r, BaseException) and not isinstance(r, ValueError)]
+                    if not failed:
+                        return results
+                    raise WorkerGone(f"the model process failed on a batch of {len(items)}: {failed[0]}")
+            except Exception as exc:  # noqa: BLE001 - WorkerGone or not: the batch runs here, as without a process
                 print(f"warning: {exc}; this batch runs in the server's own process", file=sys.stderr, flush=True)
         self.batches_here += 1
         return run_batch(self.translator, group, items)

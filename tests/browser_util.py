@@ -13,6 +13,7 @@ __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "ROOT", "is_loopback", "running_app"]
 
 @contextlib.contextmanager
 def running_app(timeout: float = 120.0) -> Iterator[str]:
-    """`python app.py` on a free loopback port; yields its URL, stops it afterwards."""
-    with app_process(("app.py",), timeout=timeout) as app:
+    """`python app.py` on a free loopback port, as served (its batches in its model process, whatever conftest
+    set for the tests' own process); yields its URL, stops it afterwards."""
+    with app_process(("app.py",), timeout=timeout, env={"ATTN_BATCH_PROCESS": "1"}) as app:
         yield app.url

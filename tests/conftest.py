@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import gzip
+import os
 import random
 from pathlib import Path
 
 import pytest
 import torch
+
+# The apps the tests build in this process (Runs, create_app) batch here, without a model process each (a child
+# that loads torch and the model, ~300 MB): tests/test_batching.py tests that process, and the browser tests'
+# `python app.py` (browser_util.running_app) runs with it, as served.
+os.environ.setdefault("ATTN_BATCH_PROCESS", "0")
 
 from viz.vocab import set_offline_env
 

@@ -148,9 +148,26 @@ def test_micro_batcher_survives_a_broken_batch_function():
     assert batcher.submit("g", 7) == 7  # the worker thread lives on
 
 
+@pytest.fixture
+def with_process():
+    """``make(translator, **kwargs)``: a BatchedTranslator with a model process, closed even if the test fails."""
+    made: list[BatchedTranslator] = []
+
+    def make(translator: Translator, **kwargs) -> BatchedTranslator:
+        made.append(BatchedTranslator(translator, process=True, **kwargs))
+        return made[-1]
+
+    yield make
+    for batched in made:
+        batched.close()
+
+
 @pytest.mark.parametrize("process", [False, True], ids=["here", "model-process"])
-def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, process):
-    batched = BatchedTranslator(shipped, max_batch_size=8, max_wait_s=0.05, process=process)
+def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, process, with_process):
+    if process:
+        batched = with_process(shipped, max_batch_size=8, max_wait_s=0.05)
+    else:
+        batched = BatchedTranslator(shipped, max_batch_size=8, max_wait_s=0.05)
     if process:
         assert batched.process.ready(wait_s=60)  # (until then, batches run here)
     texts = [f"{n} dogs are running through the snow near a {colour} house." for n, colour in
@@ -175,7 +192,7 @@ def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, pr
     assert max(batched.batcher.batch_sizes) > 1  # they really were decoded together
     with pytest.raises(ValueError, match="empty"):
         batched.attention("")
-    if process:  # they ran in the child, which is still there (one start), and ends with its translator
+    if process:  # they ran in the child, which is still there (one start), and ends with close()
         pid = batched.process.pid
         assert pid is not None and pid != os.getpid() and batched.process.starts == 1
         assert batched.batches_here == 0
@@ -196,34 +213,51 @@ def assert_gone(pid: int, within_s: float = 10.0) -> None:
     raise AssertionError(f"process {pid} still runs after {within_s} s")
 
 
-def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny):
-    batched = BatchedTranslator(tiny, process=True)
+def wait_until(condition, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny, with_process):
+    batched = with_process(tiny)
     assert batched.process.ready(wait_s=60)
     assert_same_result(tiny.attention("a dog runs."), batched.attention("a dog runs."))
     first = batched.process.pid
     os.kill(first, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while batched.process.pid is not None and time.monotonic() < deadline:  # None once it has ended
-        time.sleep(0.02)
-    assert batched.process.ready(wait_s=60)
-    assert_same_result(tiny.attention("a big dog."), batched.attention("a big dog."))  # in a new child
+    wait_until(lambda: batched.process.pid is None)  # None once it has ended
+    assert batched.process.ready(wait_s=60)  # a new one
+    assert_same_result(tiny.attention("a big dog."), batched.attention("a big dog."))  # in the new child
     assert batched.process.starts == 2 and batched.process.pid not in (None, first) and batched.batches_here == 0
-    batched.close()
 
 
-def test_a_model_process_that_cannot_load_says_why_and_the_batch_runs_here(tiny, tmp_path):
+def test_a_stuck_model_process_is_stopped_and_its_batch_runs_here(tiny, with_process, capfd):
+    batched = with_process(tiny)
+    batched.process.timeout_s = 1.0
+    assert batched.process.ready(wait_s=60)
+    stuck = batched.process.pid
+    os.kill(stuck, signal.SIGSTOP)  # alive, but never answers
+    assert_same_result(tiny.attention("a dog runs."), batched.attention("a dog runs."))  # here, after 1 s
+    assert batched.batches_here == 1 and "took longer than 1 s" in capfd.readouterr().err
+    assert_gone(stuck)  # killed
+    assert batched.process.ready(wait_s=60) and batched.process.pid != stuck  # the next batch: a new child
+
+
+def test_a_model_process_that_cannot_load_says_why_and_the_batches_run_here(tiny, tmp_path, with_process):
     process = ModelProcess(tmp_path / "no_model")
     with pytest.raises(WorkerGone, match="could not load .*no_model"):
         process.run(("attention", None), [("a dog.", None)])
-    batched = BatchedTranslator(tiny, process=True)
+    assert ModelProcess("relative/folder").folder.is_absolute()  # the child runs in the repository's folder
+    batched = with_process(tiny)
     batched.process.folder = tmp_path / "no_model"
-    with pytest.raises(WorkerGone, match="could not load"):
-        batched.process.ready(wait_s=60)
+    for _ in range(ModelProcess.MAX_LOAD_FAILURES):
+        with pytest.raises(WorkerGone, match="could not load") as failed:
+            batched.process.ready(wait_s=60)
+    assert batched.process.closed and "no more" in str(failed.value)
+    starts = batched.process.starts
     assert_same_result(tiny.attention("a cat runs."), batched.attention("a cat runs."))  # here, in this process
-    assert batched.batches_here == 1  # (a new process was started for it, which fails too)
-    with pytest.raises(WorkerGone, match="could not load"):
-        batched.process.ready(wait_s=60)
-    batched.close()
+    assert batched.batches_here == 1 and batched.process.starts == starts  # and no new child was tried
 
 
 def test_the_model_process_ends_when_the_server_dies(tiny_model_dir):
