@@ -630,8 +630,8 @@ def launch(demo: gr.Blocks, **kwargs):
     """Serve ``demo`` as the Space does (``kwargs`` go to ``demo.launch``). A classroom of 30 waits its turn
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
     batch in the app's model process (``model.batching``, ``model.worker``; with ``ATTN_BATCH=0``, two at a time
-    for two cores, here), and api_open=False sends even
-    raw HTTP calls through the queue. Sessions are small (``LeanSessionState``), at most ``SESSION_CAPACITY``.
+    for two cores, here), and api_open=False sends even raw HTTP calls through the queue. Sessions are small
+    (``LeanSessionState``), at most ``SESSION_CAPACITY``.
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
     The app takes no uploads: Gradio's upload route refuses any file that is not empty (``max_file_size``)."""
     batching = BatchSettings.from_env()

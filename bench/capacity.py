@@ -26,7 +26,7 @@ from bench.common import (
     app_process,
     client_burst,
     cpu_seconds,
-    descendants,
+    read_status_kb,
     stats,
     tree_status_kb,
     visualise_args,
@@ -70,7 +70,7 @@ def memory(quick: bool, log: Callable[[str], None]) -> dict:
             rss[upto] = tree_status_kb(app.proc.pid, "VmRSS") / 1024
             log(f"  memory: {upto} sessions, RSS {rss[upto]:.0f} MB ({run['median_ms']:.0f} ms per request)")
         peak = tree_status_kb(app.proc.pid, "VmHWM") / 1024
-        model_process = sum(tree_status_kb(p, "VmRSS") for p in descendants(app.proc.pid)) / 1024
+        model_process = (tree_status_kb(app.proc.pid, "VmRSS") - read_status_kb(app.proc.pid, "VmRSS")) / 1024
     return {"sessions": total, "baseline_sessions": MEMORY_BASELINE, "rss_start_mb": rss[0],
             "rss_baseline_mb": rss[MEMORY_BASELINE], "rss_end_mb": rss[total], "peak_rss_mb": peak,
             "model_process_rss_mb": model_process,
