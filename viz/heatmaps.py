@@ -49,6 +49,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz.margins import COLORBAR_XPAD
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 # Viridis, the same 10 stops as plotly.colors.sequential.Viridis.
@@ -187,6 +188,8 @@ def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
         thickness=12,
         outlinewidth=0,
         ticklabeloverflow="allow",  # see _clean_axis
+        x=1,  # at the plot area's right edge and xpad beyond it, whatever its width (viz.margins)
+        xpad=COLORBAR_XPAD,
     )
 
 
@@ -209,7 +212,7 @@ def _mask_layout(path: str, layout: dict, heatmap: dict) -> None:
     layout["shapes"] = [dict(type="path", path=path, xref="x", yref="y", fillcolor=MASKED_COLOR, line=dict(width=0),
                              layer="above", showlegend=True, name=MASKED_NAME)]
     layout["showlegend"] = True
-    layout["legend"] = dict(x=1.02, xanchor="left", y=0, yanchor="bottom", bgcolor=TRANSPARENT, font=dict(size=10),
+    layout["legend"] = dict(x=1, xanchor="left", y=0, yanchor="bottom", bgcolor=TRANSPARENT, font=dict(size=10),
                             itemclick=False, itemdoubleclick=False)
     heatmap["colorbar"].update(len=0.7, y=1, yanchor="top")
 

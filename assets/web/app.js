@@ -35,14 +35,40 @@
   // loads it with the first plot and sets window.Plotly): a draw waits one microtask, by when Svelte has swapped the
   // elements (in the same task: no moment without a plot element), and is skipped if its element has left the page. A drawn figure
   // tells the page with a bubbling 'attn-drawn' event on its element (the benchmark waits for it).
+  //
+  // A figure whose margins the server worked out (viz.margins: layout.meta.margins, the overview and the close-up)
+  // is drawn once: its column labels' angle for the plot's width, those margins, and margin.autoexpand off (Gradio
+  // turns it on; then plotly draws, measures the labels, grows the margins and draws again: more than half of the
+  // close-up's drawing). A plot whose width changes (a resize, a tab shown) gets its angle and margins again.
+  const fitMargins = (gd, layout) => {
+    const m = layout && layout.meta && layout.meta.margins;
+    if (!m || !Array.isArray(m.angles) || !m.angles.length) return false;
+    const width = gd.clientWidth;
+    const fits = ([, need, left]) => !m.n || (width - left - m.r) / m.n >= need;
+    const [angle, , l, b] = m.angles.find(fits) || m.angles[m.angles.length - 1];
+    layout.margin = {...(layout.margin || {}), l, r: m.r, b, autoexpand: false};
+    if (m.n) layout.xaxis = {...(layout.xaxis || {}), tickangle: angle};
+    return true;
+  };
+  const refit = new ResizeObserver((entries) => entries.forEach(({target: gd}) => {
+    if (!gd.isConnected || !gd._fullLayout || !gd.layout) return;
+    const layout = {...gd.layout};
+    const was = JSON.stringify([layout.margin, (layout.xaxis || {}).tickangle]);
+    if (!fitMargins(gd, layout)) return;
+    const now = [layout.margin, (layout.xaxis || {}).tickangle];
+    if (JSON.stringify(now) !== was) window.Plotly.relayout(gd, {margin: now[0], 'xaxis.tickangle': now[1]});
+  }));
   const deferDraws = (plotly) => {
     if (!plotly || plotly.attnDeferred) return plotly;
     const react = plotly.react;
     const drawn = (gd) => { gd.dispatchEvent(new CustomEvent('attn-drawn', {bubbles: true})); return gd; };
     plotly.react = function (gd, ...rest) {
       if (!(gd instanceof HTMLElement) || !gd.isConnected) return react.call(this, gd, ...rest);
-      return Promise.resolve()
-        .then(() => (gd.isConnected ? Promise.resolve(react.call(this, gd, ...rest)).then(drawn) : gd));
+      return Promise.resolve().then(() => {
+        if (!gd.isConnected) return gd;
+        if (fitMargins(gd, rest[1])) refit.observe(gd);
+        return Promise.resolve(react.call(this, gd, ...rest)).then(drawn);
+      });
     };
     plotly.attnDeferred = true;
     return plotly;
@@ -333,11 +359,12 @@
   const exportLayout = (gd) => {
     const own = gd.layout || {}, meta = (own.meta && own.meta.export) || {};
     const layout = {...own, paper_bgcolor: '#ffffff', plot_bgcolor: '#ffffff',
-                    font: {...(own.font || {}), color: '#222222'}};
+                    font: {...(own.font || {}), color: '#222222'},
+                    margin: {...(own.margin || {}), autoexpand: true}};  // plotly sizes an export's margins
     if (meta.title) {  // its lines in the top margin (plotly centres a title there)
       const lines = meta.title.split('<br>').length;
       layout.title = {text: meta.title, x: 0, xref: 'paper', xanchor: 'left', font: {size: 13, color: '#222222'}};
-      layout.margin = {...(own.margin || {}), t: Math.max((own.margin || {}).t || 0, 24 + 20 * lines)};
+      layout.margin = {...layout.margin, t: Math.max((own.margin || {}).t || 0, 24 + 20 * lines)};
     }
     const heatmap = (gd.data || []).find((t) => t.type === 'heatmap');
     if (meta.categoryTicks && heatmap) {  // the tokens on the axes, "L1 H1" over each tile

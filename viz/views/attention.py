@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from viz import margins
 from viz.heatmaps import detail_spec, overview_spec
 from viz.views import projector
 from viz.views.context import DECODER_KINDS, export_title, next_tokens, with_export
@@ -53,7 +54,7 @@ def overview_plot(result: AttentionResult, kind: str, present: bool = False) -> 
     q_tokens, k_tokens = result.tokens(kind)
     maps = result.maps(kind)  # (L, H, Q, K)
     spec = projector.fit_overview(overview_spec(maps, q_tokens, k_tokens, causal=kind == "decoder_self"))
-    figure = finish_figure(projector.present_overview(spec) if present else spec, f"{kind}_all_heads")
+    figure = finish_figure(margins.fit(projector.present_overview(spec) if present else spec), f"{kind}_all_heads")
     what = f"{KIND_LABELS[kind]} · all {maps.shape[0]} layers (rows) × {maps.shape[1]} heads (columns)"
     return with_export(figure, export_title(result, what), category_ticks=True)
 
@@ -80,7 +81,7 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
                        query_start=shown.query_start, key_start=shown.key_start, subtitle=shown.note)
     projector.colour_scale(spec, colour)
     spec = projector.present_detail(spec, shown.weights) if present else spec
-    figure = finish_figure(thin_ticks(spec), filename)
+    figure = finish_figure(margins.fit(thin_ticks(spec)), filename)
     return with_export(figure, export_title(result, " · ".join(filter(None, (title, shown.note)))))
 
 
