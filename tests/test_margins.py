@@ -11,13 +11,19 @@ import pytest
 
 from viz import margins
 from viz.heatmaps import detail_spec, overview_spec
-from viz.views import attention
+from viz.views import attention, focus
 from viz.views.focus import thin_ticks
 
 
 def spec_for(tokens: list[str], **options) -> dict:
     n = len(tokens)
     return detail_spec(np.full((n, n), 1.0 / n, dtype=np.float32), tokens, tokens, "title", **options)
+
+
+def columns_spec(columns: list[str]) -> dict:
+    """Three short rows, the given column labels."""
+    weights = np.full((3, len(columns)), 1.0 / len(columns), dtype=np.float32)
+    return detail_spec(weights, ["a", "b", "c"], columns, "title")
 
 
 def fitted(spec: dict) -> dict:
@@ -34,20 +40,28 @@ def test_text_widths_count_what_is_shown():
     assert margins.text_px("🎉", 12) >= 12
     assert margins.text_px("e\u0301", 12) == pytest.approx(margins.text_px("e", 12))  # a combining accent adds none
     assert margins.text_px("ü", 12) >= margins.text_px("u", 12)
+    for ch in "…�·␣→—Юé":  # what escape_token writes, and others beyond ASCII: an em or more
+        assert margins.char_em(ch) >= 1.0
     assert margins.text_px("x", 24) == pytest.approx(2 * margins.text_px("x", 12))
 
 
 def test_the_margins_grow_with_the_labels_and_list_the_angles_in_plotlys_order():
     short, long = fitted(spec_for(["a", "b", "c"])), fitted(spec_for(["Internationalisation", "b", "c"]))
-    assert [a[0] for a in short["angles"]] == [0, 30, -90] and short["n"] == 3
+    assert [a[0] for a in short["angles"]] == [0, -30, -90] and short["n"] == 3  # flat, slanted, upright
     for (_, need_s, left_s, below_s), (_, need_l, left_l, below_l) in zip(short["angles"], long["angles"]):
         assert left_l > left_s and below_l >= below_s and need_l >= need_s
     upright = long["angles"][2]
     assert upright[3] - short["angles"][2][3] > 100  # 17 more characters, upright below the plot
     assert long["angles"][0][1] > 120  # flat, a column needs the whole word
-    # the colour bar's column: its tick labels and title; the masked cells' legend (decoder self-attention) wider
+    # slanted labels end at their tick and hang to the left: a long first label needs room left of the plot
+    first = fitted(columns_spec(["Internationalisation", "b", "c"]))
+    last = fitted(columns_spec(["b", "c", "Internationalisation"]))
+    assert first["angles"][1][2] > first["angles"][0][2] + 60  # slanted: room left of the plot for it
+    assert last["angles"][1][2] == last["angles"][0][2]  # its last label ends at its tick: no room needed there
+    # the colour bar's column: its tick labels and title; the masked cells' legend (decoder self-attention) wider;
+    # viz.views.focus thins the long sentences' labels for a plot area less these
     masked = fitted(spec_for(["a", "b", "c"], causal=True))
-    assert 60 < short["r"] < masked["r"] < 160
+    assert 60 < short["r"] <= focus.COLORBAR_PX < masked["r"] <= focus.LEGEND_PX
 
 
 def test_fit_sets_the_margins_plotly_starts_from_and_keeps_a_figures_own_angle():
@@ -77,6 +91,8 @@ def test_the_overview_keeps_its_own_label_margins():
     spec["layout"]["margin"].update(l=36, b=28)
     m = fitted(spec)
     assert m["n"] == 0 and m["angles"] == [[0, 0, 36, 28]]  # no column labels shown: one way to draw it
+    cols, rows = spec["data"][0]["z"].shape[1], spec["data"][0]["z"].shape[0]
+    assert m["cells"] == [cols, rows]  # square cells: the page works out the plot area's real width
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])

@@ -484,4 +484,4 @@ def test_a_100_token_close_up_keeps_its_column_labels_a_line_apart_on_a_390_px_p
     assert step * plot_px / n >= LINE_HEIGHT * 12  # neighbours at least a label height apart at that width
     if not causal:
         assert step * 158 / n >= LINE_HEIGHT * 12  # … and at the width measured in Chromium
-    assert len(x["tickvals"]) >= 6  # thinned, not emptied
+    assert len(x["tickvals"]) >= 5  # thinned, not emptied (beside the legend a phone's plot area is ~100 px)

@@ -176,7 +176,8 @@ def _clean_axis(**extra) -> dict:
 
     ``ticklabeloverflow="allow"``: plotly's default ("hide past div") measures every tick label's box after
     drawing it, a forced layout of the whole page each time (a large part of the two heatmaps' drawing in
-    Chromium's profiler); the margins already make room for the labels (automargin)."""
+    Chromium's profiler); the margins already make room for the labels (``viz.margins`` in the app, plotly's
+    automargin elsewhere)."""
     return dict(showgrid=False, zeroline=False, showline=False, ticks="", ticklabeloverflow="allow", **extra)
 
 

@@ -9,16 +9,19 @@ figure's own labels and fonts instead and writes them into ``layout.meta.margins
 turns ``autoexpand`` off. Elsewhere (a plotly figure built from the API's JSON) plotly sizes the margins as
 ever: ``layout.margin`` keeps the smallest of them.
 
-``layout.meta.margins``: ``r`` (px), ``n`` (how many column labels), and ``angles``: for each angle the
-column labels may take (0, 30 or -90 degrees; only the figure's own when it sets ``tickangle``), ``[angle,
-column_px, l, b]``: the least width a column needs at that angle (0: its widest label; 30: a label height along
-the slant), the left margin (a slanted first label reaches left of the plot) and the bottom margin. The page
-takes the first angle whose columns fit, as plotly's own choice does (0, then 30, then 90).
+``layout.meta.margins``: ``r`` (px), ``n`` (how many column labels), ``cells`` (for square cells: the x and y
+axes' spans, so that the page knows how wide the plot area really is) and ``angles``: for each angle the
+column labels may take (0, -30 or -90 degrees: flat, slanted down to the left ending at their tick, upright;
+only the figure's own when it sets ``tickangle``), ``[angle, column_px, l, b]``: the least width a column needs
+at that angle (flat: its widest label; slanted or upright: a label's height across the slant), the left margin
+(a slanted first label reaches left of the plot) and the bottom margin. The page takes the first angle whose
+columns fit, flat before slanted before upright.
 
-Text widths are estimates: the viewer's font is unknown (plotly asks for "Open Sans", Verdana, Arial; Verdana
-is among the widest), so every character counts as wide as Verdana's widest of its kind (``char_em``), on the
-generous side. A label the estimate makes too wide only adds a little space; ``tests/test_browser_margins.py``
-draws the figures in Chromium and checks that no label, title, colour bar or legend is cut.
+Text widths are estimates: the viewer's font is unknown (plotly asks for "Open Sans", Verdana, Arial), so every
+ASCII character counts as wide as the wider of DejaVu Sans (Verdana's proportions) and Liberation Sans (Arial's)
+draw it, and any other as wide as an em or more (``char_em``): on the generous side. A label the estimate makes
+too wide only adds a little space; ``tests/test_browser_margins.py`` draws the figures in Chromium and checks
+that no label, title, colour bar or legend is cut, and measures this machine's fonts against ``char_em``.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ COLORBAR_XPAD = 12  # px each side of the colour bar (its x = 1: the plot area's
 TICK_PAD = 3  # px between a tick label and the plot area (plotly: 2-3 px)
 TITLE_PAD = 2  # px beside an axis title's line
 EDGE_PAD = 2  # px kept clear at the figure's edge
-SLANT = 30  # plotly's first slanted angle (degrees); column labels of -90° read upwards
+SLANT = -30  # slanted column labels end at their tick and hang down to the left; upright (-90°) ones read upwards
 LINE = 1.2  # a line of text, in font sizes
+TITLE_SCALE = 1.2  # an axis or colour bar title's default font size, in the figure's font sizes (plotly's)
 
 
 def char_em(ch: str) -> float:
@@ -54,7 +58,7 @@ def char_em(ch: str) -> float:
         return 0.0
     if unicodedata.east_asian_width(ch) in "WF" or ord(ch) > 0xFFFF:  # CJK, emoji (colour emoji are ~1.2 em)
         return 1.3
-    return 0.9  # accented letters, Greek, Cyrillic, symbols such as ␣ and ·
+    return 1.1  # accented letters, Greek, Cyrillic, and symbols such as …, �, ␣, · (escape_token's), →, —
 
 
 def text_px(text: str, font_px: float) -> float:
@@ -68,7 +72,7 @@ def widest_px(labels: Iterable[str], font_px: float) -> float:
 
 
 def _font_px(*sources: dict | None, default: float = 12) -> float:
-    """The first font size among ``sources`` (dicts with a "font" or being a font), else ``default``."""
+    """The first font size among ``sources`` (font dicts, or None), else ``default``."""
     for source in sources:
         size = (source or {}).get("size")
         if size:
@@ -90,7 +94,8 @@ def _tick_labels(axis: dict, trace: dict, letter: str) -> list[str]:
     if axis.get("ticktext") is not None:
         return [str(t) for t in axis["ticktext"]]
     if axis.get("type") == "category":
-        return [str(t) for t in (trace.get(letter) or [])]
+        labels = trace.get(letter)
+        return [] if labels is None else [str(t) for t in labels]
     return []
 
 
@@ -102,7 +107,7 @@ def _colorbar_px(trace: dict, layout_font: float) -> float:
     tick_font = _font_px(bar.get("tickfont"), default=layout_font)
     ticks = widest_px(bar.get("ticktext") or ["0.75"], tick_font)
     text, font = _title(bar)
-    title = _font_px(font, default=layout_font) * LINE if text else 0.0
+    title = _font_px(font, default=round(TITLE_SCALE * layout_font)) * LINE if text else 0.0
     return 2 * COLORBAR_XPAD + float(bar.get("thickness", 30)) + TICK_PAD + ticks + title
 
 
@@ -128,7 +133,7 @@ def fit(spec: dict) -> dict:
     row_font = _font_px(yaxis.get("tickfont"), default=font)
     rows = widest_px(_tick_labels(yaxis, trace, "y"), row_font)
     y_text, y_title_font = _title(yaxis)
-    y_title = _font_px(y_title_font, default=font) * LINE + TITLE_PAD if y_text else 0.0
+    y_title = _font_px(y_title_font, default=round(TITLE_SCALE * font)) * LINE + TITLE_PAD if y_text else 0.0
     left = max(float(margin.get("l", 0)), EDGE_PAD + y_title + rows + (TICK_PAD if rows else 0.0))
 
     named = [s.get("name", "") for s in layout.get("shapes", []) if s.get("showlegend")]
@@ -139,15 +144,15 @@ def fit(spec: dict) -> dict:
     widths = [text_px(t, col_font) for t in columns]
     widest = max(widths, default=0.0)
     x_text, x_title_font = _title(xaxis)
-    x_title = _font_px(x_title_font, default=font) * LINE + TITLE_PAD if x_text else 0.0
+    x_title = _font_px(x_title_font, default=round(TITLE_SCALE * font)) * LINE + TITLE_PAD if x_text else 0.0
     line = col_font * LINE
-    below = EDGE_PAD + x_title + (TICK_PAD if columns else 0.0)
+    below = 2 * EDGE_PAD + x_title + (TICK_PAD if columns else 0.0)
     base_b = float(margin.get("b", 0))
     slant = math.radians(SLANT)
     options = [  # (angle, least column width, left margin, bottom margin)
         (0, widest + 4, left, below + line),
-        (SLANT, line / math.sin(slant), max(left, EDGE_PAD + (widths[0] if widths else 0) * math.cos(slant)),
-         below + widest * math.sin(slant) + line * math.cos(slant)),
+        (SLANT, line / abs(math.sin(slant)), max(left, EDGE_PAD + (widths[0] if widths else 0) * math.cos(slant)),
+         below + widest * abs(math.sin(slant)) + line * math.cos(slant)),
         (-90, line, left, below + widest),
     ]
     if not columns:
@@ -159,5 +164,9 @@ def fit(spec: dict) -> dict:
     angles = [[a, math.ceil(c), math.ceil(lm), math.ceil(max(base_b, b))] for a, c, lm, b in options]
 
     margin.update(l=angles[0][2], r=math.ceil(right), b=angles[0][3])  # plotly elsewhere grows them as needed
-    layout.setdefault("meta", {})["margins"] = {"r": margin["r"], "n": len(columns), "angles": angles}
+    meta = {"r": margin["r"], "n": len(columns), "angles": angles}
+    if yaxis.get("scaleanchor") == "x" and xaxis.get("constrain") == "domain":  # square cells: a part of the width
+        (x0, x1), (y0, y1) = xaxis["range"], yaxis["range"]
+        meta["cells"] = [abs(x1 - x0), abs(y1 - y0) * float(yaxis.get("scaleratio", 1))]
+    layout.setdefault("meta", {})["margins"] = meta
     return spec

@@ -37,21 +37,28 @@
   // tells the page with a bubbling 'attn-drawn' event on its element (the benchmark waits for it).
   //
   // A figure whose margins the server worked out (viz.margins: layout.meta.margins, the overview and the close-up)
-  // is drawn once: its column labels' angle for the plot's width, those margins, and margin.autoexpand off (Gradio
-  // turns it on; then plotly draws, measures the labels, grows the margins and draws again: more than half of the
-  // close-up's drawing). A plot whose width changes (a resize, a tab shown) gets its angle and margins again.
+  // is drawn once: its column labels' angle for the plot's width (flat, slanted, upright: the first whose columns
+  // fit), those margins, and margin.autoexpand off (Gradio turns it on; then plotly draws, measures the labels,
+  // grows the margins and draws again). A plot whose width changes (a resize) gets its angle and margins again;
+  // a plot in a hidden tab (no width) keeps them.
   const fitMargins = (gd, layout) => {
     const m = layout && layout.meta && layout.meta.margins;
     if (!m || !Array.isArray(m.angles) || !m.angles.length) return false;
-    const width = gd.clientWidth;
-    const fits = ([, need, left]) => !m.n || (width - left - m.r) / m.n >= need;
+    const width = gd.clientWidth, top = (layout.margin || {}).t || 0;
+    const height = layout.height || (gd._fullLayout || {}).height || 0;  // (plotly's resize drops layout.height)
+    const fits = ([, need, left, bottom]) => {
+      let plot = width - left - m.r;
+      if (m.cells) plot = Math.min(plot, (height - top - bottom) * m.cells[0] / m.cells[1]);
+      return !m.n || plot / m.n >= need;
+    };
     const [angle, , l, b] = m.angles.find(fits) || m.angles[m.angles.length - 1];
     layout.margin = {...(layout.margin || {}), l, r: m.r, b, autoexpand: false};
     if (m.n) layout.xaxis = {...(layout.xaxis || {}), tickangle: angle};
     return true;
   };
   const refit = new ResizeObserver((entries) => entries.forEach(({target: gd}) => {
-    if (!gd.isConnected || !gd._fullLayout || !gd.layout) return;
+    if (!gd.isConnected) { refit.unobserve(gd); return; }
+    if (!gd.clientWidth || !gd._fullLayout || !gd.layout) return;
     const layout = {...gd.layout};
     const was = JSON.stringify([layout.margin, (layout.xaxis || {}).tickangle]);
     if (!fitMargins(gd, layout)) return;

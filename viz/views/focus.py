@@ -26,8 +26,8 @@ from viz.views.inputs import MAX_TOKENS, whole_number
 SPECIAL = ("<s>", "</s>")  # BOS (first decoder position) and EOS (last source token)
 LONG_TOKENS = 30  # more tokens than this on an axis: upright column labels, thinned as needed
 PHONE_FIGURE_PX = 320  # the close-up's width on a 390-px phone (326 px measured in Chromium)
-COLORBAR_PX = 70  # the colour bar with its tick labels and title, right of the plot
-LEGEND_PX = 115  # the masked cells' legend (decoder self-attention), in the colour bar's column when shown
+COLORBAR_PX = 88  # the colour bar with its tick labels and title, right of the plot (viz.margins' right margin)
+LEGEND_PX = 122  # the masked cells' legend (decoder self-attention), in the colour bar's column when shown (idem)
 AXIS_TITLE_PX = 24  # the rows' axis title, left of their labels
 # the most plot area (columns) a phone's close-up has: its width less the colour bar, the rows' axis title and the
 # figure's side margins; the row labels (and the legend) take theirs from this (``columns_px``)
