@@ -22,7 +22,8 @@ from viz.vocab import set_offline_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
-SECTIONS = ("server", "browser", "payload", "model", "capacity")  # server also yields load, cold_start, payload_sent
+# server also yields load, cold_start and payload_sent; gpu measures nothing without CUDA (bench/gpu.py)
+SECTIONS = ("server", "browser", "payload", "model", "capacity", "gpu")
 GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
          "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
 
@@ -56,7 +57,7 @@ def meta(threads: int) -> dict:
 
 
 def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> dict:
-    from bench import browser, capacity, model_speed, payload, server
+    from bench import browser, capacity, gpu, model_speed, payload, server
     from model.checkpoint import TOKENIZER_FILE
     from model.inference import ASSETS
     from model.tokenizer import Tokenizer
@@ -69,6 +70,7 @@ def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> 
         "payload": lambda: {"payload": payload.run()},
         "model": lambda: {"model": model_speed.run(quick, threads, log)},
         "capacity": lambda: {"capacity": capacity.run(quick, log)},
+        "gpu": lambda: {"gpu": gpu.run(quick, log)},
     }
     for name in sections:
         log(f"[bench] {name} ...")
@@ -169,6 +171,10 @@ def table(r: dict) -> str:
         from bench.capacity import rows as capacity_rows
 
         rows += capacity_rows(r["capacity"])
+    if "gpu" in r:
+        from bench.gpu import rows as gpu_rows
+
+        rows += gpu_rows(r["gpu"])
     m = r["meta"]
     lines = [
         f"Device: {m['device']}, {m['dtype']}; CPU: {m['cpu']} ({m['cpu_count']} cores); torch {m['torch']}, "
