@@ -83,13 +83,15 @@ def test_top1_is_the_greedy_token_and_the_probabilities_are_the_models(served, a
         assert np.all(np.diff(probs) <= 0) and np.all((probs >= 0) & (probs <= 1)) and probs.sum() <= 1 + 1e-4
 
     # Recomputed: the greedy ids, and the full next-token distribution at every step, one token at a time.
-    out = greedy_decode(translator.model, torch.tensor([translator.token_ids(SENTENCE)]))[0]
+    out = greedy_decode(translator.model, torch.tensor([translator.token_ids(SENTENCE)], device=translator.device))[0]
     assert translator.tokenizer.pieces(out) == att["target_tokens"][1:]
     full = next_token_probs(translator, SENTENCE, [translator.cfg.bos_id] + out)  # (T, V)
     assert full.shape[0] == len(steps)
     np.testing.assert_allclose(full.sum(axis=1), 1.0, atol=1e-5)  # a distribution over the vocabulary
     want = -np.sort(-full, axis=1)[:, :5]
-    np.testing.assert_allclose([s["top_probs"] for s in steps], want, atol=2e-5)
+    # float32 on a CPU; float16 on a GPU, where the app's batch and this one-sentence rerun round differently
+    atol = 2e-5 if translator.dtype == torch.float32 else 2e-3
+    np.testing.assert_allclose([s["top_probs"] for s in steps], want, atol=atol)
     assert np.argmax(full, axis=1).tolist() == out + [translator.cfg.eos_id]  # top-1 = the greedy token
 
 

@@ -39,7 +39,8 @@ def first_offenders(names: list[str], forbidden: set[str], path: Path = ROOT) ->
         "            found[bad] = name\n"
         "print(json.dumps(found))\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(path), str(ROOT)]))}
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # packages installed there too
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(path), str(ROOT), *inherited]))}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
