@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.checkpoint import load_model, load_tokenizer
+from model.checkpoint import load_model, load_tokenizer, transpose_matrices
 from model.decode import beam_search, greedy_decode
 from model.heads import KINDS, check_head_mask
 from model.transformer import AttentionMaps
@@ -133,6 +133,8 @@ class Translator:
         # Half precision on a GPU, float32 on the CPU.
         self.dtype = torch.float16 if self.device.type == "cuda" else torch.float32
         self.model = load_model(folder, self.device, self.dtype)
+        if self.device.type == "cpu":
+            transpose_matrices(self.model)  # faster one-row products (model.checkpoint.transpose_matrices)
         self.cfg = self.model.cfg
         self.tokenizer = load_tokenizer(folder, self.cfg)
         self.folder = folder

@@ -222,3 +222,29 @@ def test_concurrent_ablations_never_change_the_shared_model(translator):
     for m in translator.model.modules():
         assert not (m._forward_hooks or m._forward_pre_hooks)
         assert not any("mask" in k for k in vars(m))
+
+
+def test_the_cpu_layout_changes_no_value_and_no_answer(tiny_model_dir, translator):
+    """On a CPU the Translator keeps its matrices transposed behind (out, in) views (model.checkpoint.
+    transpose_matrices): the same values and shapes as the file's, the same translations and maps as the usual
+    layout up to the summation order, beam search and a padded batch included."""
+    from model.batching import attention_batch, translate_batch
+    from model.checkpoint import load_model
+
+    usual = load_model(tiny_model_dir)
+    moved = dict(translator.model.named_parameters())
+    linears = [n for n, m in translator.model.named_modules() if isinstance(m, (torch.nn.Linear, torch.nn.Embedding))]
+    assert linears and {f"{n}.weight" for n in linears} <= set(moved)
+    for name, value in usual.named_parameters():
+        assert torch.equal(moved[name], value), name
+        if name.removesuffix(".weight") in linears:
+            assert not moved[name].is_contiguous() and moved[name].t().is_contiguous(), name
+    plain = Translator(tiny_model_dir, "cpu")
+    plain.model = usual
+    texts = ["a dog runs.", "the big red house in the park near the water.", "a man sits."]
+    assert translate_batch(translator, texts) == translate_batch(plain, texts)
+    for a, b in zip(attention_batch(translator, [(t, None) for t in texts]),
+                    attention_batch(plain, [(t, None) for t in texts])):
+        assert a.target_ids == b.target_ids
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            np.testing.assert_allclose(a.maps(kind), b.maps(kind), atol=1e-5)
