@@ -184,9 +184,9 @@ def transpose_matrices(model: EncoderDecoder) -> EncoderDecoder:
     """Store every matrix that multiplies activations (each ``nn.Linear``'s weight and the tied embedding, which
     is also the output layer) transposed, (in, out) row-major, behind an (out, in) view: same values, same
     shapes, so ``F.linear(x, W)`` computes ``x @ Wᵀ`` on a row-major matrix. On a CPU that is the fast path for
-    decoding's products of one or a few rows: greedy decoding of a new sentence ~15–20 % faster on this
-    project's 2-core machine (``python -m bench``'s "Server: /visualise" rows), the same numbers to ~1e-6 (a
-    different summation order). ``Translator`` does this on the CPU; a GPU keeps the usual layout."""
+    decoding's products of one or a few rows (the README's "Benchmark" has the model rows before and after), with
+    the same numbers to ~1e-6 (a different summation order). ``Translator`` does this on the CPU; a GPU keeps the
+    usual layout."""
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
