@@ -2,8 +2,9 @@
 
 On the 200 validation sentences the app ships (``assets/sample/val200.en``; the model never trained on them):
 
-- translations: greedy (what /visualise decodes) and beam 4 (what /translate answers), each in one padded batch as
-  the app's batcher runs them (``model.batching``), on the GPU and on the CPU; how many are the same string;
+- translations: greedy (what /visualise decodes) and beam 4 (what /translate answers), in padded batches of
+  ``BATCH`` as the app's batcher runs them (``model.batching``), on the GPU and on the CPU; how many are the same
+  string (a sentence refused on either side counts as different);
 - the attention maps the app would show (``attention_batch``, batches of ``BATCH``, and ``Translator.attention``
   one at a time): the largest |row sum − 1| of any row of any map of any kind on the GPU, and where a sentence's
   tokens are the same on both, the largest |GPU − CPU| weight;
@@ -65,12 +66,15 @@ def _timed(fn: Callable[[], object]) -> tuple[object, float]:
 def compare(cpu: Translator, gpu: Translator, texts: list[str], log: Callable[[str], None] = print) -> dict:
     """Every figure of the module docstring for ``texts``."""
     n = len(texts)
-    name = torch.cuda.get_device_name(gpu.device) if gpu.device.type == "cuda" else str(gpu.device)
-    out: dict = {"device": name, "dtype": str(gpu.dtype).replace("torch.", ""),
+    if not n:
+        raise ValueError("no sentences to compare")
+    device = torch.cuda.get_device_name(gpu.device) if gpu.device.type == "cuda" else str(gpu.device)
+    out: dict = {"device": device, "dtype": str(gpu.dtype).replace("torch.", ""),
                  "sentences": n}
     for name, beam in (("greedy", 1), ("beam4", 4)):
-        on_cpu, on_gpu = (in_batches(partial(translate_batch, t, beam=beam), texts, BATCH) for t in (cpu, gpu))
-        same = sum(a == b for a, b in zip(on_cpu, on_gpu))
+        on_cpu, on_gpu = ([a if isinstance(a, str) else f"refused: {a}" for a in
+                           in_batches(partial(translate_batch, t, beam=beam), texts, BATCH)] for t in (cpu, gpu))
+        same = sum(a == b and not a.startswith("refused: ") for a, b in zip(on_cpu, on_gpu))
         out[f"{name}_same"] = same
         out[f"{name}_differ"] = [{"source": t, "cpu": a, "gpu": b}
                                  for t, a, b in zip(texts, on_cpu, on_gpu) if a != b][:5]

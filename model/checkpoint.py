@@ -180,15 +180,19 @@ def load_model(
     return model.to(device=device, dtype=dtype).eval()
 
 
-def transpose_matrices(model: EncoderDecoder) -> EncoderDecoder:
+def transpose_matrices(model: torch.nn.Module) -> torch.nn.Module:
     """Store every matrix that multiplies activations (each ``nn.Linear``'s weight and the tied embedding, which
     is also the output layer) transposed, (in, out) row-major, behind an (out, in) view: same values, same
     shapes, so ``F.linear(x, W)`` computes ``x @ Wᵀ`` on a row-major matrix. On a CPU that is the fast path for
     decoding's products of one or a few rows (the README's "Benchmark" has the model rows before and after), with
     the same numbers to ~1e-6 (a different summation order). ``Translator`` does this on the CPU; a GPU keeps the
     usual layout."""
+    moved: dict[int, tuple] = {}  # id -> (old, new): a matrix shared by two modules stays shared (old kept alive)
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
-                module.weight = torch.nn.Parameter(module.weight.t().contiguous().t(), requires_grad=False)
+                w = module.weight
+                if id(w) not in moved:
+                    moved[id(w)] = (w, torch.nn.Parameter(w.t().contiguous().t(), requires_grad=w.requires_grad))
+                module.weight = moved[id(w)][1]
     return model

@@ -248,3 +248,13 @@ def test_the_cpu_layout_changes_no_value_and_no_answer(tiny_model_dir, translato
         assert a.target_ids == b.target_ids
         for kind in ("encoder_self", "decoder_self", "cross"):
             np.testing.assert_allclose(a.maps(kind), b.maps(kind), atol=1e-5)
+
+
+def test_transposing_keeps_a_shared_matrix_shared():
+    from model.checkpoint import transpose_matrices
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+    model[1].weight = model[0].weight
+    transpose_matrices(model)
+    assert model[0].weight is model[1].weight and model[0].weight.t().is_contiguous()
+    assert model[0].weight.requires_grad  # as it was
