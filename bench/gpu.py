@@ -69,8 +69,7 @@ def compare(cpu: Translator, gpu: Translator, texts: list[str], log: Callable[[s
     if not n:
         raise ValueError("no sentences to compare")
     device = torch.cuda.get_device_name(gpu.device) if gpu.device.type == "cuda" else str(gpu.device)
-    out: dict = {"device": device, "dtype": str(gpu.dtype).replace("torch.", ""),
-                 "sentences": n}
+    out: dict = {"device": device, "dtype": str(gpu.dtype).replace("torch.", ""), "sentences": n}
     for name, beam in (("greedy", 1), ("beam4", 4)):
         on_cpu, on_gpu = ([a if isinstance(a, str) else f"refused: {a}" for a in
                            in_batches(partial(translate_batch, t, beam=beam), texts, BATCH)] for t in (cpu, gpu))
