@@ -16,7 +16,6 @@ Without CUDA the section reports that and measures nothing (it never fails for w
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bench.model_speed import timed
 from model.batching import attention_batch, translate_batch
 from model.heads import KINDS
 from model.inference import Translator
@@ -53,16 +53,6 @@ def in_batches(fn: Callable[[list], list], items: list, size: int) -> list:
     return out
 
 
-def _timed(fn: Callable[[], object]) -> tuple[object, float]:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    value = fn()
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-    return value, time.perf_counter() - t0
-
-
 def compare(cpu: Translator, gpu: Translator, texts: list[str], log: Callable[[str], None] = print) -> dict:
     """Every figure of the module docstring for ``texts``."""
     n = len(texts)
@@ -79,10 +69,10 @@ def compare(cpu: Translator, gpu: Translator, texts: list[str], log: Callable[[s
                                  for t, a, b in zip(texts, on_cpu, on_gpu) if a != b][:5]
         log(f"  gpu: {name} translations the same on CPU and GPU: {same}/{n}")
 
-    one_cpu, cpu_s = _timed(lambda: [cpu.attention(t) for t in texts])
-    one_gpu, gpu_s = _timed(lambda: [gpu.attention(t) for t in texts])
-    batched, batched_s = _timed(lambda: in_batches(lambda b: attention_batch(gpu, [(t, None) for t in b]), texts,
-                                                   BATCH))
+    one_cpu, cpu_s = timed(lambda: [cpu.attention(t) for t in texts], cpu.device)
+    one_gpu, gpu_s = timed(lambda: [gpu.attention(t) for t in texts], gpu.device)
+    batched, batched_s = timed(lambda: in_batches(lambda b: attention_batch(gpu, [(t, None) for t in b]), texts,
+                                                  BATCH), gpu.device)
     out["row_sum_error"] = max(row_sum_error(r) for r in one_gpu + batched)
     out["row_sum_error_cpu"] = max(row_sum_error(r) for r in one_cpu)
     same_tokens = [(a, b) for a, b in zip(one_cpu, one_gpu) if a.target_ids == b.target_ids]

@@ -66,14 +66,15 @@ class TorchSeq2Seq(nn.Module):
         return ys[:, 1:]
 
 
-def _timed(fn: Callable[[], object], device: torch.device) -> float:
+def timed(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
+    """(what ``fn()`` returns, its seconds); on a GPU its queued work is finished before and after."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     t0 = time.perf_counter()
-    fn()
+    value = fn()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return time.perf_counter() - t0
+    return value, time.perf_counter() - t0
 
 
 def source_ids(translator: Translator, n_tokens: int) -> list[int]:
@@ -103,7 +104,7 @@ def compare(translator: Translator, baseline: TorchSeq2Seq, n_src: int, max_step
     names = list(runs)
     for rep in range(repeats):
         for name in names if rep % 2 == 0 else names[::-1]:  # interleaved, alternating order
-            samples[name].append(_timed(runs[name], device))
+            samples[name].append(timed(runs[name], device)[1])
     med = {name: statistics.median(s) for name, s in samples.items()}
     return {
         "device": device.type, "dtype": str(translator.dtype).replace("torch.", ""), "src_tokens": n_src,
