@@ -11,6 +11,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+ATTENTIONS = ("dot", "additive")
+
 
 @dataclass(frozen=True)
 class TransformerConfig:
@@ -25,6 +27,10 @@ class TransformerConfig:
     attn_dropout: float = 0.0
     relu_dropout: float = 0.0
     max_len: int = 256  # longest sequence the positional table covers
+    # The lab's siblings change the score function: "dot" is §3.2.1's scaled dot product; scaled=False drops
+    # its 1/sqrt(d_k) (footnote 4's unscaled model); "additive" is Bahdanau's v^T tanh(q W + k W) per head.
+    attention: str = "dot"
+    scaled: bool = True
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
@@ -43,6 +49,10 @@ class TransformerConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0 <= self.pad_id < self.vocab_size:  # the embedding's padding row
             raise ValueError(f"pad_id={self.pad_id} is not a token id of a {self.vocab_size}-piece vocabulary")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}, got {self.attention!r}")
+        if not isinstance(self.scaled, bool):
+            raise ValueError(f"scaled must be true or false, got {self.scaled!r}")
         for name in ("dropout", "attn_dropout", "relu_dropout"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value < 1.0:
@@ -54,8 +64,9 @@ class TransformerConfig:
 
     @property
     def scale(self) -> float:
-        """§3.2.1's 1/sqrt(d_k). A forward pass can use another (``scale=``) without touching the shared model."""
-        return 1.0 / math.sqrt(self.d_k)
+        """The factor the model was trained with: §3.2.1's 1/sqrt(d_k), or 1 for an unscaled or additive model.
+        A forward pass can use another (``scale=``) without touching the shared model."""
+        return 1.0 / math.sqrt(self.d_k) if self.scaled and self.attention == "dot" else 1.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

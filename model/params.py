@@ -37,6 +37,8 @@ def parameter_breakdown(cfg: TransformerConfig) -> dict[str, int]:
     """
     d, n = cfg.d_model, cfg.n_layers
     attn = 4 * linear_params(d, d)  # W^Q, W^K, W^V, W^O, each with bias
+    if cfg.attention == "additive":
+        attn += d  # v_a: one d_k-vector per head
     ffn = linear_params(d, cfg.d_ff) + linear_params(cfg.d_ff, d)
     norm = 2 * d  # LayerNorm gain and bias
     encoder_layer = attn + ffn + 2 * norm
@@ -74,6 +76,8 @@ def state_dict_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
             for attn in attentions:
                 for w in ("w_q", "w_k", "w_v", "w_o"):
                     shapes |= {f"{layer}.{attn}.{w}.weight": (d, d), f"{layer}.{attn}.{w}.bias": (d,)}
+                if cfg.attention == "additive":
+                    shapes[f"{layer}.{attn}.v_a"] = (cfg.n_heads, cfg.d_k)
             shapes |= {
                 f"{layer}.feed_forward.w_1.weight": (f, d),
                 f"{layer}.feed_forward.w_1.bias": (f,),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import signal
 import sys
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from model.ablation import SAMPLE_DIR
 from model.checkpoint import (
     TOKENIZER_FILE,
     atomic_save_tensors,
@@ -30,8 +32,9 @@ from model.checkpoint import (
     save_model,
 )
 from model.cli import command
-from model.config import PRESETS, TransformerConfig
-from model.data import collate, encode_pairs, load_pairs, make_batches
+from model.config import ATTENTIONS, PRESETS, TransformerConfig
+from model.data import collate, encode_pairs, load_pairs, make_batches, read_lines
+from model.recorder import Recorder
 from model.tokenizer import Tokenizer, train_tokenizer
 from model.training import (
     PRECISIONS,
@@ -56,6 +59,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--vocab-size", type=int, help="override the preset's vocabulary size")
     p.add_argument("--d-model", type=int, help="override the preset's d_model")
     p.add_argument("--d-ff", type=int, help="override the preset's d_ff")
+    p.add_argument("--heads", type=int, help="override the preset's h (d_k = d_v = d_model / h)")
+    p.add_argument("--no-scale", dest="scaled", action="store_false", default=None,
+                   help="train without §3.2.1's 1/sqrt(d_k) (footnote 4's unscaled dot product)")
+    p.add_argument("--scale", dest="scaled", action="store_true", help="train with 1/sqrt(d_k) (the default)")
+    p.add_argument("--attention", choices=ATTENTIONS, help="score function: dot (§3.2.1, the default) or additive")
+    p.add_argument("--tokenizer", type=Path,
+                   help="use this SentencePiece model (e.g. the shipped one) instead of training one on the split")
     p.add_argument("--dropout", type=float, help="override the preset's P_drop")
     p.add_argument("--attn-dropout", type=float, help="dropout on attention weights (not in the paper; default 0)")
     p.add_argument("--relu-dropout", type=float, help="dropout on the FFN's ReLU output (not in the paper; default 0)")
@@ -77,6 +87,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="bf16 autocast or plain fp32; auto: bf16 where the device computes it natively (CUDA, or a "
                         "CPU with AMX / AVX-512 BF16), else fp32 (emulated bf16 is ~100x slower); the log records it")
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
+    p.add_argument("--record-every", type=int, default=0, metavar="N",
+                   help="every N steps record curves into log.json: losses, ‖∇W^Q‖, ‖∇W^K‖, attention entropy "
+                        "and largest weight per kind and layer on --probe (model.recorder); 0: off")
+    p.add_argument("--snapshots", action="store_true",
+                   help="with --record-every: the attention time-lapse at log-spaced steps, in OUT/snapshots")
+    p.add_argument("--probe", type=Path, default=SAMPLE_DIR / "val200",
+                   help="sentence pairs PROBE.en / PROBE.de the recorder measures (default: the shipped sample)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     return p.parse_args(argv)
@@ -86,16 +103,23 @@ def parse_args(argv=None) -> argparse.Namespace:
 def new_run(out: Path, args: argparse.Namespace, train_text: list[str]) -> tuple[TransformerConfig, Tokenizer, dict]:
     """A fresh run folder: the preset with the command line's overrides, a tokenizer of the training split."""
     overrides = {"vocab_size": args.vocab_size, "d_model": args.d_model, "d_ff": args.d_ff, "dropout": args.dropout,
-                 "attn_dropout": args.attn_dropout, "relu_dropout": args.relu_dropout}
+                 "attn_dropout": args.attn_dropout, "relu_dropout": args.relu_dropout, "n_heads": args.heads,
+                 "scaled": args.scaled, "attention": args.attention}
     cfg = replace(PRESETS[args.preset], **{k: v for k, v in overrides.items() if v is not None})
     out.mkdir(parents=True, exist_ok=True)
-    tok = train_tokenizer(train_text, out / TOKENIZER_FILE, cfg.vocab_size)  # the training split only
+    if args.tokenizer:  # e.g. the shipped vocabulary, so that siblings differ in one thing only
+        shutil.copyfile(args.tokenizer, out / TOKENIZER_FILE)
+        tok = Tokenizer(out / TOKENIZER_FILE)
+        cfg = replace(cfg, vocab_size=tok.vocab_size)
+    else:
+        tok = train_tokenizer(train_text, out / TOKENIZER_FILE, cfg.vocab_size)  # the training split only
     if tok.vocab_size != cfg.vocab_size:
         print(f"vocabulary: {tok.vocab_size} pieces (the text is too small for {cfg.vocab_size})", flush=True)
         cfg = replace(cfg, vocab_size=tok.vocab_size)
     tok.check_matches(cfg)
     cfg.save(out / "config.json")
-    trainer = {"step": 0, "epoch": 0, "batch": 0, "elapsed_s": 0.0, "best_bleu": -1.0, "log": [], "args": vars(args)}
+    trainer = {"step": 0, "epoch": 0, "batch": 0, "elapsed_s": 0.0, "best_bleu": -1.0, "log": [],
+               "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
     return cfg, tok, trainer
 
 
@@ -123,6 +147,7 @@ class Session:
     started: float = field(default_factory=time.monotonic)
     last_save: float = field(default_factory=time.monotonic)
     stop_signals: list[int] = field(default_factory=list)
+    recorder: Recorder | None = None
 
     def __post_init__(self) -> None:
         self.elapsed0 = self.trainer["elapsed_s"]
@@ -153,6 +178,8 @@ def train_step(s: Session, batch) -> tuple[float, int, float]:
         group["lr"] = lr
     s.opt.zero_grad(set_to_none=True)
     (loss / n_tokens).backward()
+    if s.recorder is not None:
+        s.recorder.after_backward()
     s.opt.step()
     return loss.item(), n_tokens, lr
 
@@ -172,6 +199,8 @@ def train_epoch(s: Session) -> tuple[float, int, str | None]:
         trainer["batch"] = bi + 1
         trainer["elapsed_s"] = s.elapsed()
         loss_sum, tok_sum = loss_sum + loss, tok_sum + n_tokens
+        if s.recorder is not None:
+            s.recorder.on_step(trainer["step"], loss, n_tokens, trainer)
         bar.update(1)
         bar.set_postfix(loss=f"{loss / n_tokens:.3f}", lr=f"{lr:.2e}", refresh=False)
         stop = bool(s.stop_signals) or trainer["step"] >= s.last_step
@@ -215,6 +244,8 @@ def end_epoch(s: Session, loss_sum: float, tok_sum: int) -> None:
         (out / "best" / TOKENIZER_FILE).write_bytes((out / TOKENIZER_FILE).read_bytes())
     s.checkpoint()
     atomic_write_text(out / "log.json", json.dumps(trainer["log"], indent=2) + "\n")
+    if "curves" in trainer:
+        atomic_write_text(out / "curves.json", json.dumps(trainer["curves"]) + "\n")
 
 
 def start_session(args: argparse.Namespace) -> Session:
@@ -237,9 +268,18 @@ def start_session(args: argparse.Namespace) -> Session:
         print(f"resumed at epoch {trainer['epoch']}, batch {trainer['batch']}, step {trainer['step']}", flush=True)
     print(f"{count_parameters(model):,} parameters on {device} ({args.precision})", flush=True)
     val_pairs = encode_pairs(tok, src_val, tgt_val, cfg.max_len - 1)
-    return Session(args, out, device, model, opt, tok, trainer,
-                   train_pairs=encode_pairs(tok, src_train, tgt_train, cfg.max_len - 1),
-                   val_pairs=val_pairs, val_refs=tgt_val[: len(val_pairs)])
+    s = Session(args, out, device, model, opt, tok, trainer,
+                train_pairs=encode_pairs(tok, src_train, tgt_train, cfg.max_len - 1),
+                val_pairs=val_pairs, val_refs=tgt_val[: len(val_pairs)])
+    if args.record_every:
+        probe = list(zip(read_lines(f"{args.probe}.en"), read_lines(f"{args.probe}.de")))
+        last = s.last_step if s.last_step < math.inf else args.epochs * len(
+            make_batches([(len(a), len(b)) for a, b in s.train_pairs], args.max_tokens, seed=0))
+        s.recorder = Recorder(model, tok, device, args.record_every, probe,
+                              out / "snapshots" if args.snapshots else None, int(last))
+        if trainer["step"] == 0 and args.snapshots:
+            s.recorder.snapshot(0)
+    return s
 
 
 @command

@@ -77,16 +77,27 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     return F.dropout(x, p) if training and p else x
 
 
+def additive_scores(q: Tensor, k: Tensor, v_a: Tensor) -> Tensor:
+    """Bahdanau et al.'s additive compatibility, per head: score_ij = v_a^T tanh(q_i + k_j), where q and k
+    are already the projections q W^Q and k W^K. q: (B, H, Lq, d_k), k: (B, H, Lk, d_k), v_a: (H, d_k)
+    -> (B, H, Lq, Lk). The paper (§3.2.1) sets it against dot-product attention; the lab trains one."""
+    hidden = torch.tanh(q[:, :, :, None, :] + k[:, :, None, :, :])  # (B, H, Lq, Lk, d_k)
+    return torch.einsum("bhqkd,hd->bhqk", hidden, v_a)
+
+
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, p_drop: float = 0.0, training: bool = False
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, p_drop: float = 0.0, training: bool = False,
+    v_a: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """§3.2.1: softmax(Q K^T * scale) V, returning (output, weights).
 
     q: (B, H, Lq, d_k), k and v: (B, H, Lk, d_k), mask broadcastable to (B, H, Lq, Lk), True = keep.
     ``p_drop`` (while ``training``; not in the paper) drops attention weights before they weigh V; the
-    weights returned are the softmax itself, so maps always sum to 1 per row.
+    weights returned are the softmax itself, so maps always sum to 1 per row. With ``v_a`` (H, d_k) the
+    scores are ``additive_scores`` instead of Q K^T (then times ``scale``, 1 as such a model is trained).
     """
-    scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B, H, Lq, Lk)
+    raw = torch.matmul(q, k.transpose(-2, -1)) if v_a is None else additive_scores(q, k, v_a)
+    scores = raw * scale  # (B, H, Lq, Lk)
     if mask is not None:
         # The dtype's most negative number, not -inf: a fully masked row stays finite.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -97,7 +108,7 @@ def scaled_dot_product_attention(
 class MultiHeadAttention(nn.Module):
     """§3.2.2: MultiHead(Q, K, V) = Concat(head_1..h) W^O with head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i)."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, additive: bool = False):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d_model // n_heads
         self.p_drop = dropout  # on the attention weights (cfg.attn_dropout; not in the paper)
@@ -105,6 +116,8 @@ class MultiHeadAttention(nn.Module):
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
+        # Additive attention's v_a, one per head (cfg.attention == "additive"); dot-product attention has none.
+        self.v_a = nn.Parameter(torch.empty(n_heads, self.d_k)) if additive else None
 
     def split_heads(self, x: Tensor) -> Tensor:
         b, length, _ = x.shape
@@ -134,12 +147,16 @@ class MultiHeadAttention(nn.Module):
         head_mask[i] before Concat W^O."""
         q = self.split_heads(self.w_q(x_q))  # (B, H, Lq, d_k)
         k, v = self.keys_values(x_kv, cache)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.p_drop, self.training)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale, self.p_drop, self.training, self.v_a)
         if head_mask is not None:
             heads = heads * head_mask[:, None, None]
         b, _, lq, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k)  # (B, Lq, d_model)
         return self.w_o(concat), weights
+
+
+def attention_block(cfg: TransformerConfig) -> MultiHeadAttention:
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, additive=cfg.attention == "additive")
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -172,7 +189,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.self_attn = attention_block(cfg)
         self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.relu_dropout)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(2)])
 
@@ -191,8 +208,8 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
-        self.src_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.self_attn = attention_block(cfg)
+        self.src_attn = attention_block(cfg)
         self.feed_forward = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.relu_dropout)
         self.sublayer = nn.ModuleList([SublayerConnection(cfg.d_model, cfg.dropout) for _ in range(3)])
 
