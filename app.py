@@ -36,11 +36,13 @@ import gradio.state_holder as state_holder
 import torch
 from gradio.components.plot import PlotData
 
-from model.ablation import all_heads, load_ranking
-from model.batching import BatchSettings
-from model.cache import fixed_mmap_threshold
 from model.cli import USER_ERRORS, fail
-from model.inference import ASSETS, Translator
+from model.network.inference import ASSETS, Translator
+from model.probes.ablation import all_heads, load_ranking
+from model.serving.batching import BatchSettings
+from model.serving.cache import fixed_mmap_threshold
+from model.serving.runs import Runs, SessionResult
+from model.terms import MAX_TOKENS
 from viz.architecture import figure1_svg, figure2_svg
 from viz.scaling import PAPER_QUOTE
 from viz.views import (
@@ -51,7 +53,6 @@ from viz.views import (
     closeup,
     context,
     examples,
-    inputs,
     projector,
     reading,
     scaling,
@@ -65,9 +66,9 @@ from viz.views import inside_head as inside_view
 from viz.views.exports import ExportFolder
 from viz.views.figure import Figure
 from viz.views.model_card import header, model_card
-from viz.views.page import PAGE
-from viz.views.runs import Runs, SessionResult
+from viz.views.page import PAGE, WEB, page_script
 from viz.views.updates import Update
+from viz.vocab import MAX_CHARS, MEAN
 
 try:  # ZeroGPU hardware on Hugging Face Spaces: GPU work must run inside spaces.GPU.
     from spaces import GPU as ZEROGPU
@@ -75,14 +76,13 @@ except ImportError:
     ZEROGPU = None
 
 MODEL_DIR = Path(os.environ.get("ATTN_MODEL_DIR", ASSETS))
-WEB = Path(__file__).resolve().parent / "assets" / "web"
-SESSION_CAPACITY = 2000  # sessions whose state Gradio keeps (least recently used go first): ~50 KB each, see README
+SESSION_CAPACITY = 2000  # sessions Gradio keeps (least recently used go first): ~50 KB each, model/serving/README.md
 CACHE_AGE_S = 3600  # Gradio deletes the app's cached files (exports) this old, checking as often
 # A head ablation decodes the shipped sample (~3 CPU-seconds): one at a time, in a queue of its own, so that it never
 # takes more than one of the workers the other requests share (its page events and /ablate share the queue).
 ABLATIONS = {"concurrency_id": "ablate", "concurrency_limit": 1}
 PRIVATE = {"api_visibility": "private"}  # the page's own events: no endpoint
-# The page script (assets/web/app.js) asks for the alignment view through v.lines_request once the view is on screen,
+# The page script (assets/web/lines.js) asks for the alignment view through v.lines_request once the view is on screen,
 # and again after this says it is out of date: a run, or a new kind, layer or head.
 LINES_STALE = "() => window.attnLinesStale()"
 
@@ -162,7 +162,7 @@ def how_to_read(tab_id: str) -> None:
 
 
 def sentence_box(label: str, **kwargs) -> gr.Textbox:
-    return gr.Textbox(label=label, value=attention.DEFAULT_SOURCE, max_length=inputs.MAX_CHARS, **kwargs)
+    return gr.Textbox(label=label, value=attention.DEFAULT_SOURCE, max_length=MAX_CHARS, **kwargs)
 
 
 def layer_slider(cfg, value: int = 1, **kwargs) -> gr.Slider:
@@ -183,7 +183,7 @@ def attention_tab(page: Page) -> AttentionView:
         with gr.Row(elem_id="sentence-row"):
             v.source = sentence_box("English sentence", lines=1, scale=4, elem_id="source")
             v.target = gr.Textbox(label="Your own German translation (optional)", lines=1, scale=3,
-                                  max_length=inputs.MAX_CHARS, elem_id="target")
+                                  max_length=MAX_CHARS, elem_id="target")
             v.translation = gr.Textbox(label="German translation (the model's own)", interactive=False, scale=4,
                                        elem_id="translation")
         with gr.Row(equal_height=True, elem_id="action-row"):
@@ -213,7 +213,7 @@ def attention_tab(page: Page) -> AttentionView:
             v.lines = gr.Plot(show_label=False, elem_id=PAGE["lines"])  # titled figure: no badge, no 100 px
         v.tile_click, v.row_click = click_box(PAGE["tileClick"]), click_box(PAGE["rowClick"])  # row: "Inside a head"
         v.lines_request = click_box(PAGE["linesRequest"])  # the page script: the alignment view is on screen
-        v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (issue #13); the API sends none: weights
+        v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (Inside a head); the API sends none: weights
         export_section(v)
         how_to_read("attention")
     attention_listeners(page, v)
@@ -228,13 +228,13 @@ def choices_column(cfg, v: AttentionView) -> None:
         v.kind = gr.Radio(attention.KIND_CHOICES, value=share.DEFAULT_KIND, label="Kind of attention", elem_id="kind")
         v.shift = gr.Markdown(context.shift_note(share.DEFAULT_KIND), elem_id="shift-note")  # §3.1's shift
         v.layer = layer_slider(cfg, elem_id="layer")
-        v.head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head", elem_id="head")
+        v.head = gr.Radio(attention.head_choices(cfg.n_heads), value=MEAN, label="Head", elem_id="head")
         v.colour = gr.Radio(projector.COLOUR_CHOICES, value=projector.COLOUR_MODES[0], label="Close-up colours",
                             elem_id="colour")
         v.measure = gr.Radio(measures.CHOICES, value=measures.WEIGHTS, label="Colour shows", elem_id="measure")
         with gr.Accordion("Long sentence? Focus the close-up", open=False, elem_id="focus"):
-            v.focus = [gr.Slider(1, inputs.MAX_TOKENS, value=1, step=1, label="From token", elem_id="focus-first"),
-                       gr.Slider(1, inputs.MAX_TOKENS, value=inputs.MAX_TOKENS, step=1, label="To token",
+            v.focus = [gr.Slider(1, MAX_TOKENS, value=1, step=1, label="From token", elem_id="focus-first"),
+                       gr.Slider(1, MAX_TOKENS, value=MAX_TOKENS, step=1, label="To token",
                                  elem_id="focus-last"),
                        gr.Checkbox(False, label="Hide <s> and </s> (rows renormalised)", elem_id="hide-special")]
 
@@ -296,7 +296,7 @@ def then_lines(page: Page, v: AttentionView, event) -> None:
 
 
 def classroom_listeners(page: Page, v: AttentionView) -> None:
-    """Issue #19 (``viz.views.classroom``): a link opens its view, an example opens its view with its caption."""
+    """The classroom (``viz.views.classroom``): a link opens its view, an example opens its view with its caption."""
     controls = [v.source, v.target, v.kind, v.layer, v.head, v.present, v.colour]  # classroom.CONTROLS
 
     def open_link(request: gr.Request):  # the view the page's URL asks for
@@ -338,7 +338,7 @@ def decoding_tab(page: Page) -> None:
             top5 = gr.Plot(show_label=False, elem_id="decode-top5", scale=3, min_width=320)
         with gr.Row(equal_height=True):
             layer = layer_slider(cfg, cfg.n_layers, elem_id="decode-layer", min_width=240)
-            head = gr.Radio(attention.head_choices(cfg.n_heads), value=attention.MEAN, label="Head", scale=2,
+            head = gr.Radio(attention.head_choices(cfg.n_heads), value=MEAN, label="Head", scale=2,
                             elem_id="decode-head")
         with gr.Row():
             self_row = gr.Plot(show_label=False, elem_id="decode-self", min_width=320)
@@ -404,7 +404,7 @@ def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> None:
     entropy = gr.Plot(label="Mean attention entropy per head", elem_id="live-entropy")
     summary = gr.Markdown(elem_id="live-summary")
     page.alpha, page.to_inside = alpha, gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
-    # Every control that changes what these maps mean redraws them (the slider sits far above: issue #20).
+    # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
     page_and_api([run_btn.click, text.submit, tab.select, alpha.change, kind.change, layer.change],
                  scaling.live_checked, cfg, runs.attention, runs.trained, inputs=[text, alpha, kind, layer],
                  outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
@@ -458,7 +458,7 @@ def inside_head_tab(page: Page) -> None:
 
 
 def head_analysis_tab(page: Page) -> None:
-    """Issue #15 (viz.views.head_analysis): every head's statistics and role, for the session's sentence or the
+    """Head analysis (viz.views.head_analysis): every head's statistics and role, for the session's sentence or the
     shipped sample (a click on a cell opens that head on the Attention tab); heads switched off for one request,
     with the sample's BLEU/chrF before and after; the shipped ranking; raw attention beside its rollout.
     Ablations run one at a time (``ABLATIONS``), beside everything else."""
@@ -550,7 +550,7 @@ def api_endpoints(runs: Runs) -> None:
 # --------------------------------------------------------------------------------------------- the whole app
 def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
     """The app for one loaded model: every tab, listener and endpoint. Nothing is served yet (see ``launch``).
-    ``serving``: the app will be served now, so the model process of the batched path (``model.worker``) starts
+    ``serving``: the app will be served now, so the model process of the batched path (``model.serving.worker``) starts
     loading at once, while Gradio starts (otherwise it starts with the first batch)."""
     runs = Runs(translator, gpu=ZEROGPU)
     if serving and runs.batched is not None:
@@ -621,24 +621,19 @@ class LeanSessionState(state_holder.SessionState):
     _update_value_in_config = _update_config
 
 
-def page_script() -> str:
-    """assets/web/app.js, called with ``PAGE`` (Gradio runs the expression when the page has loaded)."""
-    return f"({(WEB / 'app.js').read_text(encoding='utf-8')})({json.dumps(PAGE)})"
-
-
 def launch(demo: gr.Blocks, **kwargs):
     """Serve ``demo`` as the Space does (``kwargs`` go to ``demo.launch``). A classroom of 30 waits its turn
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
-    batch in the app's model process (``model.batching``, ``model.worker``; with ``ATTN_BATCH=0``, two at a time
-    for two cores, here), and api_open=False sends even raw HTTP calls through the queue. Sessions are small
-    (``LeanSessionState``), at most ``SESSION_CAPACITY``.
+    batch in the app's model process (``model.serving.batching``, ``model.serving.worker``; with ``ATTN_BATCH=0``,
+    two at a time for two cores, here), and api_open=False sends even raw HTTP calls through the queue. Sessions are
+    small (``LeanSessionState``), at most ``SESSION_CAPACITY``.
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
     The app takes no uploads: Gradio's upload route refuses any file that is not empty (``max_file_size``)."""
     batching = BatchSettings.from_env()
     workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
     demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
     state_holder.SessionState = LeanSessionState  # new sessions keep no copy of every component and value
-    fixed_mmap_threshold()  # freed maps go back to the OS (model/cache.py)
+    fixed_mmap_threshold()  # freed maps go back to the OS (model/serving/cache.py)
     return demo.launch(share=False, css_paths=[WEB / "app.css"], js=page_script(), show_error=False,
                        max_file_size=0, state_session_capacity=SESSION_CAPACITY, **kwargs)
 

@@ -1,7 +1,10 @@
 """`python -m bench [--quick] [--json PATH] [--threads N]`: run every section, print a Markdown table, write JSON.
 
-Progress goes to stderr, the table to stdout. The exit status is 1 when a section failed to run (goals that
-are missed are reported in the table, not as a failure: timings depend on the machine and its load).
+Progress goes to stderr, the table to stdout. A full run also writes the table, with its date, machine and
+command, into bench/RESULTS.md (between its markers, keeping the text around them); a ``--quick`` or
+``--sections`` run writes it only where ``--results PATH`` says. The exit status is 1 when a section failed to
+run (goals that are missed are reported in the table, not as a failure: timings depend on the machine and its
+load).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import sys
 import time
 import traceback
@@ -22,6 +26,9 @@ from viz.vocab import set_offline_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
+DEFAULT_RESULTS = ROOT / "bench" / "RESULTS.md"
+# the part of RESULTS.md a run rewrites; everything outside these two lines is kept as written
+BEGIN, END = "<!-- python -m bench writes from here -->", "<!-- to here -->"
 # server also yields load, cold_start and payload_sent; gpu measures nothing without CUDA (bench/gpu.py)
 SECTIONS = ("server", "browser", "payload", "model", "capacity", "gpu")
 GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
@@ -58,14 +65,15 @@ def meta(threads: int) -> dict:
 
 def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> dict:
     from bench import browser, capacity, gpu, model_speed, payload, server
-    from model.checkpoint import TOKENIZER_FILE
-    from model.inference import ASSETS
-    from model.tokenizer import Tokenizer
+    from model.network.checkpoint import TOKENIZER_FILE
+    from model.network.inference import ASSETS
+    from model.network.tokenizer import Tokenizer
 
     results: dict = {"quick": quick, "meta": meta(threads), "errors": {}}
-    text32 = payload.text_with_tokens(Tokenizer(ASSETS / TOKENIZER_FILE), 32)
+    tokenizer = Tokenizer(ASSETS / TOKENIZER_FILE)
+    text32 = payload.text_with_tokens(tokenizer, 32)
     jobs = {
-        "server": lambda: server.run(quick, text32, log),
+        "server": lambda: server.run(quick, text32, log, tokenizer=tokenizer),
         "browser": lambda: {"browser": browser.run(quick, log)},
         "payload": lambda: {"payload": payload.run()},
         "model": lambda: {"model": model_speed.run(quick, threads, log)},
@@ -105,12 +113,17 @@ def table(r: dict) -> str:
             ("Browser: overview ÷ echo", f"{b['ratio']:.1f}×", f"≤ {GOALS['ratio_browser']:.0f}×",
              _ok(b["ratio"], GOALS["ratio_browser"])),
         ]
-        if "overview_draws_per_click" in b:  # 1 when the page script draws each figure once (assets/web/app.js)
+        if "overview_draws_per_click" in b:  # 1 when the page script draws each figure once (assets/web/draw.js)
             rows.append(("Browser: overview drawn per click (most of any click)", str(b["overview_draws_per_click"]),
                          "1", "yes" if b["overview_draws_per_click"] == 1 else "**no**"))
         if "clones_per_click" in b:  # app.progress_on_components: no event shows its progress on the tabs
             rows.append(("Browser: structuredClone calls per click (Gradio's page copying component data; median)",
                          str(b["clones_per_click"]), "", ""))
+        if "lines" in b:  # the alignment view, encoder self-attention, 60 tokens a side, all 8 heads
+            lines = b["lines"]
+            rows.append(("Browser: alignment view at 60 tokens a side: click a token → its lines shown / click a "
+                         "head → new figure drawn (median)", f"{lines['click_token_to_drawn']['median_ms']:.0f} / "
+                         f"{lines['click_head_to_drawn']['median_ms']:.0f} ms", "", ""))
         rows = [row for row in rows if row]
         if "until_plotly_react" in b:
             rows.append(("Browser: of which click → Plotly.react (server + network + Gradio's page; the rest is "
@@ -123,12 +136,12 @@ def table(r: dict) -> str:
     for name, s in r.get("scaling", {}).items():
         rows.append((f"Server: /{name} (Why 1/√d_k tab; median / p95)", f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms",
                      f"≤ {GOALS['scaling_ms']:.0f} ms", _ok(s["median_ms"], GOALS["scaling_ms"])))
-    for name, s in r.get("inside", {}).items():  # issue #13
+    for name, s in r.get("inside", {}).items():  # Inside a head tab
         what = "another head and query of the same 20 words" if name == "inside_head" else "a new 20-word sentence"
         goal = GOALS["inside_head_ms"] if name == "inside_head" else None
         rows.append((f"Server: /inside_head ({what}; median / p95)", f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms",
                      f"≤ {goal:.0f} ms" if goal else "", _ok(s["median_ms"], goal) if goal else ""))
-    for name, s in r.get("heads", {}).items():  # issue #15: after one warm call
+    for name, s in r.get("heads", {}).items():  # Head analysis tab: after one warm call
         what = ("a new sentence; the sample's statistics from their file" if name == "head_stats" else
                 "a new head off; greedy BLEU/chrF of the 200-sentence sample")
         rows.append((f"Server: /{name} (Head analysis tab; {what}; median / p95)",
@@ -144,6 +157,10 @@ def table(r: dict) -> str:
             rows.append((f"Payload: sent by /visualise for {s['source_tokens']} tokens (overview / whole answer)",
                          f"{s['overview_bytes'] / 1000:.1f} / {s['response_bytes'] / 1000:.1f} KB", "≤ 100 KB",
                          _ok(s["overview_bytes"], GOALS["payload_bytes"])))
+    if "attention_sent" in r:  # every map as JSON (5 decimals), the same text forced as the translation
+        a = r["attention_sent"]
+        rows.append(("Payload: sent by /attention for 20 + 20 / 100 + 100 tokens (the maps as JSON)",
+                     f"{a['20']['bytes'] / 1000:.0f} KB / {a['100']['bytes'] / 1e6:.1f} MB", "", ""))
     for dev, seconds in r.get("model", {}).get("load_s", {}).items():
         rows.append((f"Model load on {dev}: `Translator()` once torch is imported (median of 3)", f"{seconds:.2f} s",
                      f"< {GOALS['model_load_s']:.0f} s", _ok(seconds, GOALS["model_load_s"])))
@@ -189,6 +206,26 @@ def table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def results_block(r: dict, command: str) -> str:
+    """This run's table for RESULTS.md: when (UTC), the command, then the table (its first line: the machine)."""
+    when = r["meta"]["time"][:16].replace("T", " ")
+    return f"{BEGIN}\nLast recorded run, {when} UTC: `{command}`\n\n{table(r)}\n{END}"
+
+
+def write_results(path: Path, r: dict, command: str) -> None:
+    """Put this run's block into ``path`` in place of the last one (or at the end), atomically."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    head, found, rest = old.partition(BEGIN)
+    if found and END in rest:
+        text = head + results_block(r, command) + rest.partition(END)[2]
+    else:
+        text = (old.rstrip() + "\n\n" if old.strip() else "# Benchmark results\n\n") + results_block(r, command) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # a reader sees the old file or the new one, never half of one
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (CI): well under 2 minutes")
@@ -197,7 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="torch threads for the model section (default 1: what the app uses on a CPU)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
+    parser.add_argument("--results", type=Path, default=None,
+                        help=f"also write the table there (default: {DEFAULT_RESULTS.relative_to(ROOT)} after a full "
+                             "run; a --quick or --sections run writes none unless this says where)")
     args = parser.parse_args(argv)
+    command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
     if unknown := sorted(set(sections) - set(SECTIONS)):
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
@@ -208,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=1, allow_nan=True) + "\n", encoding="utf-8")
     print(table(results))
+    full = not args.quick and set(sections) == set(SECTIONS)
+    if results_path := args.results or (DEFAULT_RESULTS if full else None):
+        write_results(results_path, results, command)
+        log(f"[bench] table in {results_path}")
     log(f"[bench] {results['total_s']:.0f} s in all; JSON in {args.json}")
     return 1 if results["errors"] else 0
 

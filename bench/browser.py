@@ -3,7 +3,7 @@
 The page is ``python -m bench.serve`` (the app plus an echo button). Times are taken inside the page with
 ``performance.now()``, so Playwright's own round trips are not counted:
 
-* visualise: from ``#run``.click() to the page script's ``attn-drawn`` event (``assets/web/app.js``: plotly has
+* visualise: from ``#run``.click() to the page script's ``attn-drawn`` event (``assets/web/draw.js``: plotly has
   drawn) from the overview once its ``gd.data`` is the new one (Gradio calls ``Plotly.react``). Every click sends
   a sentence never sent before (``new_text``: ~12 words, like the captions), so the model runs each time;
   ``cached`` clicks the same sentences again (the result cache answers: only the figures are built and drawn).
@@ -14,6 +14,9 @@ The page is ``python -m bench.serve`` (the app plus an echo button). Times are t
   the page for ``QUIET_MS``), so that it is not a measure of the page's remaining work.
 * clones: how many times Gradio's page called ``structuredClone`` (copying component data) from a click until the
   page was quiet (``app.progress_on_components`` keeps this down).
+* lines: the alignment view of encoder self-attention at 60 tokens a side, all 8 heads: from a click on a token
+  dot to its lines shown (the page script hides the others in the SVG, no replot; two frames later the browser has
+  painted it), and from a click on a head choice to the new figure drawn (a server round trip and a full draw).
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ HOOK_REACT = """() => {
 CLICK_TO_PLOT = """async (timeout) => {
   const old = document.querySelector('#overview .js-plotly-plot'), before = old.data;
   window.benchReactAt = null;
-  if (!window.benchCounting) {  // the overview's draws per click (one: app.js skips the element Gradio drops)
+  if (!window.benchCounting) {  // the overview's draws per click (one: draw.js skips the element Gradio drops)
     document.addEventListener('attn-drawn', (ev) => { if (ev.target.closest('#overview')) window.benchDraws += 1; });
     window.benchCounting = true;
   }
@@ -134,6 +137,77 @@ CLICK_TO_ECHO = """async ([text, timeout]) => {
 }"""
 
 
+# The alignment view (the Attention tab's lines), scripts shared with tests/test_browser_decoding.py
+LINES_WORDS = 53  # words(53): 60 SentencePiece tokens with EOS (the shipped model's tokenizer)
+LINES_GD = "document.querySelector('#lines .js-plotly-plot')"
+# Pixel position (viewport) of token dot `index` on side "q" (left) or "k" (right), scrolled into view first.
+DOT = f"""([side, index]) => {{
+  const gd = {LINES_GD}, fl = gd._fullLayout;
+  const place = () => {{
+    const box = gd.getBoundingClientRect(), ax = side === 'q' ? fl.yaxis : fl.yaxis2;
+    return [box.left + fl.xaxis._offset + fl.xaxis.l2p(side === 'q' ? 0 : 1), box.top + ax._offset + ax.l2p(index)];
+  }};
+  const [, y] = place();
+  window.scrollBy(0, y - window.innerHeight / 2);
+  return place();
+}}"""
+# A click on a token dot (the mouse events plotly listens to), to its lines shown: gd.dataset.attnFocus changes when
+# the page script has drawn the focus; two frames later the browser has painted it. Milliseconds.
+CLICK_TOKEN_TO_DRAWN = f"""async ([x, y]) => {{
+  const gd = {LINES_GD}, before = gd.dataset.attnFocus || '';
+  return await new Promise((resolve) => {{
+    const t0 = performance.now();
+    const watch = new MutationObserver(() => {{
+      if ((gd.dataset.attnFocus || '') === before) return;
+      watch.disconnect();
+      requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - t0)));
+    }});
+    watch.observe(gd, {{attributes: true, attributeFilter: ['data-attn-focus']}});
+    for (const type of ['mousemove', 'mousedown', 'mouseup', 'click']) {{
+      document.elementFromPoint(x, y).dispatchEvent(new MouseEvent(type, {{bubbles: true, clientX: x, clientY: y}}));
+    }}
+  }});
+}}"""
+# A click on a head choice (0: all heads), to the new figure drawn with its lines. Milliseconds.
+CLICK_HEAD_TO_DRAWN = f"""async (head) => {{
+  const want = head === 0 ? 'all heads' : `head ${{head}}`;
+  return await new Promise((resolve) => {{
+    const t0 = performance.now();
+    const poll = () => {{
+      const gd = {LINES_GD};
+      if (gd && gd.layout.title.text.endsWith(want) && gd.querySelector('.scatterlayer path')) {{
+        requestAnimationFrame(() => resolve(performance.now() - t0));
+      }} else requestAnimationFrame(poll);
+    }};
+    document.querySelector(`#lines-head input[value='${{head}}']`).click();
+    requestAnimationFrame(poll);
+  }});
+}}"""
+
+
+def lines(page, timeout_ms: float = 120_000) -> dict:
+    """On a page of the app: encoder self-attention of a 60-token sentence in the alignment view, all 8 heads; click
+    a token (pin, then let go) three times, then the head choices 5, all, 3, all."""
+    page.locator("#kind input[value='encoder_self']").check()
+    page.fill("#source textarea", words(LINES_WORDS))
+    page.click("#run")
+    page.wait_for_function("() => /60 source tokens/.test(document.querySelector('#status').textContent)",
+                           timeout=timeout_ms)
+    page.locator("#lines").scroll_into_view_if_needed()  # drawn once on screen
+    page.wait_for_function(f"() => {LINES_GD}?.layout?.yaxis?.ticktext?.length === 60"
+                           f" && !!{LINES_GD}.querySelector('.scatterlayer path')", timeout=timeout_ms)
+    token_ms = []
+    for i in range(3):
+        x, y = page.evaluate(DOT, ["q", 10 + 7 * i])
+        token_ms.append(page.evaluate(CLICK_TOKEN_TO_DRAWN, [x, y]))  # pin
+        token_ms.append(page.evaluate(CLICK_TOKEN_TO_DRAWN, [x, y]))  # and let go: every line again
+    # one head, all 8, another, all 8: each a new figure from the server (the view starts on all heads)
+    head_ms = [page.evaluate(CLICK_HEAD_TO_DRAWN, head) for head in (5, 0, 3, 0)]
+    return {"tokens_a_side": 60, "kind": "encoder_self", "heads": 8,
+            "click_token_to_drawn": stats([ms / 1000 for ms in token_ms]),
+            "click_head_to_drawn": stats([ms / 1000 for ms in head_ms])}
+
+
 def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] = print) -> dict:
     from playwright.sync_api import sync_playwright  # test requirement only
 
@@ -176,12 +250,13 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
                 page.evaluate(SET_TEXT, ["#source textarea", new_text(i)])
                 page.evaluate(QUIET, QUIET_MS)
                 cached.append(page.evaluate(CLICK_TO_PLOT, 30_000)["total"] / 1000)
+            alignment = lines(page)
         finally:
             browser.close()
     out = {"visualise": stats(vis), "echo": stats(echo), "cached": stats(cached), "page_ready_s": page_ready_s,
            "react_hooked": bool(hooked), "overview_draws_per_click": max(draws),
            "clones_per_click": sorted(clones)[len(clones) // 2], "offsite_requests": len(offsite),
-           "offsite_examples": offsite[:5]}
+           "offsite_examples": offsite[:5], "lines": alignment}
     if react:
         out["until_plotly_react"] = stats(react)
     out["ratio"] = out["visualise"]["median_ms"] / out["echo"]["median_ms"]

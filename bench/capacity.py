@@ -1,4 +1,4 @@
-"""Memory and throughput under many users (issues #16.1, #16.8, #17.1-3), each against its own app.py process.
+"""Memory and throughput under many users (bounded memory, bursts, batching), each against its own app.py process.
 
 - ``memory``: RSS of the app (with its model process) after the first 50 fresh sessions and after ``sessions``
   (1,000; quick: 80), each one /visualise of a distinct sentence at the 100-token limit on both sides (a given

@@ -88,7 +88,7 @@ def read_status_kb(pid: int, field: str) -> int:
 
 def tree_status_kb(pid: int, field: str) -> int:
     """``read_status_kb`` summed over ``pid`` and its descendants (the app and its model process,
-    ``model.worker``); for VmHWM, the sum of each process's own peak. A process that ends meanwhile counts 0."""
+    ``model.serving.worker``); for VmHWM, the sum of each process's own peak. A process that ends meanwhile counts 0."""
     total = 0
     for p in (pid, *descendants(pid)):
         try:

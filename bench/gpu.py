@@ -1,11 +1,11 @@
-"""The GPU path (issue #17, item 5): the shipped model in float16 on CUDA against float32 on the CPU.
+"""The GPU path: the shipped model in float16 on CUDA against float32 on the CPU.
 
 On the 200 validation sentences the app ships (``assets/sample/val200.en``; the model never trained on them):
 
 - translations: greedy (what /visualise decodes) and beam 4 (what /translate answers), in padded batches of
-  ``BATCH`` as the app's batcher runs them (``model.batching``), on the GPU and on the CPU; how many are the same
-  string (a sentence refused on either side counts as different);
-- the attention maps the app would show (``attention_batch``, batches of ``BATCH``, and ``Translator.attention``
+  ``BATCH`` as the app's batcher runs them (``model.serving.batching``), on the GPU and on the CPU; how many are the
+  same string (a sentence refused on either side counts as different);
+- the attention maps the app would show (``attention_requests``, batches of ``BATCH``, and ``Translator.attention``
   one at a time): the largest |row sum − 1| of any row of any map of any kind on the GPU, and where a sentence's
   tokens are the same on both, the largest |GPU − CPU| weight;
 - time: the 200 greedy /visualise-style requests one at a time on the CPU (one thread, as the app) and on the GPU,
@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from bench.model_speed import timed
-from model.batching import attention_batch, translate_batch
-from model.heads import KINDS
-from model.inference import Translator
+from model.network.inference import Translator
+from model.serving.batches import attention_requests, translate_requests
+from model.terms import KINDS
 
 SAMPLE = Path(__file__).resolve().parent.parent / "assets" / "sample"
 BATCH = 32  # the app's ATTN_MAX_BATCH default
@@ -62,7 +62,7 @@ def compare(cpu: Translator, gpu: Translator, texts: list[str], log: Callable[[s
     out: dict = {"device": device, "dtype": str(gpu.dtype).replace("torch.", ""), "sentences": n}
     for name, beam in (("greedy", 1), ("beam4", 4)):
         on_cpu, on_gpu = ([a if isinstance(a, str) else f"refused: {a}" for a in
-                           in_batches(partial(translate_batch, t, beam=beam), texts, BATCH)] for t in (cpu, gpu))
+                           in_batches(partial(translate_requests, t, beam=beam), texts, BATCH)] for t in (cpu, gpu))
         same = sum(a == b and not a.startswith("refused: ") for a, b in zip(on_cpu, on_gpu))
         out[f"{name}_same"] = same
         out[f"{name}_differ"] = [{"source": t, "cpu": a, "gpu": b}
@@ -71,7 +71,7 @@ def compare(cpu: Translator, gpu: Translator, texts: list[str], log: Callable[[s
 
     one_cpu, cpu_s = timed(lambda: [cpu.attention(t) for t in texts], cpu.device)
     one_gpu, gpu_s = timed(lambda: [gpu.attention(t) for t in texts], gpu.device)
-    batched, batched_s = timed(lambda: in_batches(lambda b: attention_batch(gpu, [(t, None) for t in b]), texts,
+    batched, batched_s = timed(lambda: in_batches(lambda b: attention_requests(gpu, [(t, None) for t in b]), texts,
                                                   BATCH), gpu.device)
     out["row_sum_error"] = max(row_sum_error(r) for r in one_gpu + batched)
     out["row_sum_error_cpu"] = max(row_sum_error(r) for r in one_cpu)

@@ -23,9 +23,9 @@ import torch
 from torch import Tensor, nn
 
 from bench.common import words
-from model.decode import greedy_decode
-from model.inference import Translator
-from model.transformer import AttentionMaps, PositionalEncoding
+from model.network.decode import greedy_decode
+from model.network.inference import Translator
+from model.network.transformer import AttentionMaps, PositionalEncoding
 
 # (source tokens incl. EOS, most greedy steps): ~25 steps as the app typically decodes, then a long input.
 LENGTHS = ((20, 25), (60, 75))
@@ -122,7 +122,7 @@ def run(quick: bool, threads: int, log: Callable[[str], None] = print) -> dict:
     rows, load = [], {}
     for dev in devices:
         times = []
-        for _ in range(3):  # issue #2: loads in under a second once torch is imported
+        for _ in range(3):  # the model loads in under a second once torch is imported
             t0 = time.perf_counter()
             translator = Translator(device=dev)
             times.append(time.perf_counter() - t0)

@@ -81,7 +81,7 @@ def scaling_latency(app_url: str, repeats: int) -> dict:
 
 
 def heads_latency(app_url: str, repeats: int) -> dict:
-    """The Head analysis tab's endpoints (issue #15), each after one warm call. /head_stats: a new sentence each
+    """The Head analysis tab's endpoints, each after one warm call. /head_stats: a new sentence each
     time (the model runs; the sample's statistics come from their file). /ablate: a new single head each time on
     one sentence, so every call decodes the 200-sentence sample once with that head off (the warm call pays for
     the baseline with every head, which is then cached)."""
@@ -105,7 +105,7 @@ def heads_latency(app_url: str, repeats: int) -> dict:
 
 
 def inside_head_latency(app_url: str, repeats: int) -> dict:
-    """/inside_head (issue #13) at 20 words: another head and query of the sentence on screen (its layers' inputs
+    """/inside_head (Inside a head) at 20 words: another head and query of the sentence on screen (its layers' inputs
     cached, as after a first look), and a new sentence each call (its translation and its layers run first)."""
     client = GradioHTTP(app_url)
     kinds = ("encoder_self", "decoder_self", "cross")
@@ -141,6 +141,25 @@ def sent_bytes(app_url: str, text: str) -> dict:
             "source_tokens": int(found.group(1)) if found else None}
 
 
+def attention_sent(app_url: str, tokenizer) -> dict:
+    """What /attention sends (the SSE event's bytes: every map as JSON, 5 decimals) for 20 and for 100 tokens a side,
+    the same text forced as the translation; 100 is the app's limit (the pool's captions, ~140 words, cut to it).
+    -> {"20": {"source_tokens", "target_tokens", "bytes"}, "100": {...}}"""
+    from bench.payload import text_with_tokens
+
+    client = GradioHTTP(app_url, timeout=600)
+    out = {}
+    try:
+        for n, text in ((20, text_with_tokens(tokenizer, 20)), (100, " ".join(SENTENCES))):
+            outputs, total = client.call("attention", [text, text, None])
+            data = outputs[0]
+            out[str(n)] = {"source_tokens": len(data["source_tokens"]), "target_tokens": len(data["target_tokens"]),
+                           "bytes": total}
+    finally:
+        client.close()
+    return out
+
+
 def load(app_url: str, pid: int, n_clients: int, per_client: int, deadline: float) -> dict:
     """``n_clients`` threads, each with its own connection and its own 20-word window, sending ``per_client``
     requests back to back; the app's RSS before and its peak."""
@@ -151,8 +170,9 @@ def load(app_url: str, pid: int, n_clients: int, per_client: int, deadline: floa
     return {**out, "rss_before_mb": rss_before / 1024, "peak_rss_mb": tree_status_kb(pid, "VmHWM") / 1024}
 
 
-def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = print) -> dict:
-    """Start app.py once; cold start first (it is only cold once), then latency, bytes and the load test."""
+def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = print, tokenizer=None) -> dict:
+    """Start app.py once; cold start first (it is only cold once), then latency, bytes and the load test.
+    ``tokenizer`` (the shipped model's): also the bytes of /attention's answer at 20 and 100 tokens a side."""
     repeats, per_client = (5, 2) if quick else (20, 10)
     out: dict = {}
     with app_process(("app.py",)) as app:
@@ -169,6 +189,10 @@ def run(quick: bool, text_32_tokens: str | None, log: Callable[[str], None] = pr
         log("  head analysis: " + ", ".join(f"/{n} {v['median_ms']:.0f} ms" for n, v in out["heads"].items()))
         if text_32_tokens:
             out["payload_sent"] = {"sentence": text_32_tokens, **sent_bytes(app.url, text_32_tokens)}
+        if tokenizer is not None:
+            out["attention_sent"] = attention_sent(app.url, tokenizer)
+            log("  /attention answer: " + ", ".join(f"{n} tokens a side {v['bytes'] / 1e6:.2f} MB"
+                                                    for n, v in out["attention_sent"].items()))
         out["load"] = load(app.url, app.proc.pid, n_clients=30, per_client=per_client,
                            deadline=time.perf_counter() + (90 if quick else 300))
         log(f"  load: median {out['load']['median_ms']:.0f} ms, errors {out['load']['errors']}")

@@ -11,7 +11,7 @@ import functools
 import sys
 from collections.abc import Callable
 
-from model.checkpoint import CheckpointError
+from model.network.checkpoint import CheckpointError
 
 # OSError: a file that is missing or unreadable; ValueError: a value the user gave (or a file holds) is wrong.
 USER_ERRORS = (CheckpointError, OSError, ValueError)

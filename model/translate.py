@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from model.cli import command
-from model.inference import ASSETS, Translator
+from model.network.inference import ASSETS, Translator
 
 
 @command

@@ -1,19 +1,28 @@
-"""Shared fixtures: a tiny synthetic En->De corpus and a tiny model folder, built in seconds."""
+"""Shared fixtures: a tiny synthetic En->De corpus and a tiny model folder (built in seconds), the app as served
+(``serve``), and the browser tests' Chromium and page. Helpers the test modules share live in tests/helpers/.
+
+Browser tests (tests/test_browser*.py, marked ``browser`` here by file name): ``pytest -m browser`` runs only them,
+``pytest -m "not browser"`` everything else.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
 # The apps the tests build in this process (Runs, create_app) batch here, without a model process each (a child
-# that loads torch and the model, ~300 MB): tests/test_batching.py tests that process, and the browser tests'
-# `python app.py` (browser_util.running_app) runs with it, as served.
+# that loads torch and the model, ~300 MB): tests/test_batching.py tests that process, and `serve(process=True)`
+# (`python app.py`, the browser tests' app) runs with it, as served.
 os.environ.setdefault("ATTN_BATCH_PROCESS", "0")
+
+from helpers.served import Served, served_app
 
 from viz.vocab import set_offline_env
 
@@ -68,7 +77,7 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, corpus) -> Path:
     """A tiny model folder (config, random weights, tokenizer) trained for a few steps."""
-    from model.train import main
+    from model.training.train import main
 
     out = tmp_path_factory.mktemp("tiny_run")
     assert (
@@ -93,8 +102,8 @@ def tiny_model_dir(tmp_path_factory, corpus) -> Path:
         == 0
     )
     folder = out / "model"
-    from model.checkpoint import load_config, load_state_into, read_tensors, save_model
-    from model.transformer import EncoderDecoder
+    from model.network.checkpoint import load_config, load_state_into, read_tensors, save_model
+    from model.network.transformer import EncoderDecoder
 
     model = EncoderDecoder(load_config(out))
     load_state_into(model, read_tensors(out / "last" / "model.safetensors"), out / "last")
@@ -116,7 +125,7 @@ def _one_thread():
 @pytest.fixture(scope="session")
 def translator(tiny_model_dir):
     """The tiny model, loaded once (a module that needs the shipped model defines its own ``translator``)."""
-    from model.inference import Translator
+    from model.network.inference import Translator
 
     return Translator(tiny_model_dir, device="cpu")
 
@@ -127,24 +136,74 @@ def _seed():
     random.seed(0)
 
 
-# ------------------------------------------------------------------------------------------ browser tests
-# One app and one Chromium for the whole run (each browser module used to start its own: ~15 s apiece).
+# ------------------------------------------------------------------------------------------- the served app
 @pytest.fixture(scope="session")
-def server():
-    """`python app.py` on the shipped model, on a free loopback port: its URL."""
-    from browser_util import running_app
+def _app_processes():
+    """`python app.py` apps, one per variant for the whole run (every browser module uses the same one)."""
+    with contextlib.ExitStack() as stack:
+        yield stack, {}
 
-    with running_app() as url:
-        yield url
+
+@pytest.fixture(scope="module")
+def serve(request, tmp_path_factory, _app_processes) -> Callable[..., Served]:
+    """``serve(model="tiny", process=False, env=None)``: the app as served on a free loopback port (``Served``: its
+    ``url``; in-process also its ``demo`` and ``translator``), started on first use.
+
+    - ``model``: "tiny" (the ``translator`` fixture's model, trained for three steps: fast) or "shipped"
+      (assets/model, loaded for the module; what the browser tests and the measured answer sizes use).
+    - in this process (the default): ``app.create_app`` served as ``app.launch`` serves it, its batches here;
+      one per variant and module, stopped after the module.
+    - ``process=True``: ``python app.py`` as a user starts it, with its model process; one per variant for the whole
+      run (the browser modules share it).
+    - ``env``: variables the app reads (e.g. ``ATTN_CACHE_MB``), set while it is built and serves.
+    """
+    started: dict[tuple, Served] = {}
+    with contextlib.ExitStack() as module_stack:
+
+        def start(model: str = "tiny", *, process: bool = False, env: dict[str, str] | None = None) -> Served:
+            key = (model, process, tuple(sorted((env or {}).items())))
+            stack, apps = _app_processes if process else (module_stack, started)
+            if key not in apps:
+                if model == "tiny":
+                    loaded = request.getfixturevalue("tiny_model_dir" if process else "translator")
+                elif model == "shipped":
+                    from model.network.inference import Translator
+
+                    loaded = SHIPPED if process else Translator(SHIPPED)
+                else:
+                    raise ValueError(f"model must be 'tiny' or 'shipped', got {model!r}")
+                temp_dir = tmp_path_factory.mktemp("gradio_cache")
+                apps[key] = stack.enter_context(served_app(loaded, process=process, env=env, temp_dir=temp_dir))
+            return apps[key]
+
+        yield start
+
+
+# ------------------------------------------------------------------------------------------------ browser tests
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name.startswith("test_browser"):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="module")
+def server(serve) -> str:
+    """The browser tests' app: `python app.py` on the shipped model, as a user starts it (one for the whole run)."""
+    return serve("shipped", process=True).url
 
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's Chromium, headless, through playwright."""
-    from browser_util import CHROMIUM, CHROMIUM_ARGS
-    from playwright.sync_api import sync_playwright
+    """Debian's Chromium, headless, through playwright (one for the whole run)."""
+    from helpers.browser import chromium
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         yield browser
-        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page at 1400×1000 that fails its test on a console or page error, a dialog or a request off loopback."""
+    from helpers.browser import watched_page
+
+    yield from watched_page(browser, 1400, 1000, accept_downloads=True)

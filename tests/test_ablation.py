@@ -13,7 +13,9 @@ import sacrebleu
 import torch
 
 from model import rank_heads
-from model.ablation import (
+from model.network.checkpoint import WEIGHTS_FILE
+from model.network.inference import ASSETS, Translator
+from model.probes.ablation import (
     RANKING_FILE,
     SAMPLE_STATS_FILE,
     Sample,
@@ -28,8 +30,7 @@ from model.ablation import (
     parse_heads,
     score_sample,
 )
-from model.checkpoint import WEIGHTS_FILE
-from model.inference import ASSETS, KINDS, Translator
+from model.terms import KINDS
 from viz.views.head_analysis import (
     ABLATION_PROMPT,
     ablation_again,

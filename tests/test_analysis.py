@@ -8,15 +8,17 @@ import math
 
 import numpy as np
 import pytest
+from helpers.plotly import array
 
-from model.ablation import Sample, file_sha256
-from model.analysis import (
+from model.network.checkpoint import WEIGHTS_FILE
+from model.network.inference import Encoded
+from model.probes.ablation import Sample, file_sha256
+from model.probes.analysis import (
     NO_DATA,
     ROLE_THRESHOLDS,
     STATS,
     HeadStats,
     RoleThresholds,
-    batch_attention,
     head_stats_payload,
     is_punctuation,
     role_of,
@@ -28,8 +30,7 @@ from model.analysis import (
     source_relevance,
     stats_file_record,
 )
-from model.checkpoint import WEIGHTS_FILE
-from model.inference import KINDS
+from model.terms import KINDS
 from viz.encode import plotly_dict
 from viz.views.head_analysis import analysis_markdown, cell_from_click, rollout_plots, stats_grid_spec, stats_view
 
@@ -174,7 +175,7 @@ def test_sentence_stats_match_the_maps(translator):
 
 def test_batched_maps_are_each_sentences_own(translator):
     ids = [translator.token_ids(s) for s in SENTENCES]
-    for text, got in zip(SENTENCES, batch_attention(translator, ids)):
+    for text, got in zip(SENTENCES, translator.attention_batch([Encoded(i) for i in ids])):
         alone = translator.attention(text)
         assert got.translation == alone.translation and got.target_tokens == alone.target_tokens
         for kind in KINDS:
@@ -268,8 +269,4 @@ def test_rollout_plots_show_raw_and_rolled_out_maps(translator):
 
 def plotly_z(fig: dict, trace: int = 0) -> np.ndarray:
     """The z of a finished figure's trace (plotly's base64 typed array) as an array."""
-    import base64
-
-    z = fig["data"][trace]["z"]
-    shape = tuple(int(n) for n in z["shape"].split(","))
-    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.float32).reshape(shape)
+    return array(fig["data"][trace]["z"])

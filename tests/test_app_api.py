@@ -8,19 +8,16 @@ serves a classroom of 30 simultaneous requests.
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from gradio_client import Client
+from helpers.plotly import array, figure
 
-from bench.common import free_port
-from model.inference import Translator
 from viz.architecture import figure1_svg
 
 # gradio's own queue code trips pandas deprecation warnings; they are not this app's.
@@ -30,17 +27,9 @@ SENTENCE = "A man in a blue shirt is playing the guitar on the street."
 
 
 @pytest.fixture(scope="module")
-def app_module():
-    """The served app (``demo``) and its model (``translator``): the shipped model, loaded once, here."""
-    import app
-
-    translator = Translator(app.MODEL_DIR)
-    demo = app.create_app(translator)
-    app.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
-    try:
-        yield SimpleNamespace(demo=demo, translator=translator)
-    finally:
-        demo.close()
+def app_module(serve):
+    """The served app (``demo``) and its model (``translator``): the shipped model, in this process."""
+    return serve("shipped")
 
 
 @pytest.fixture(scope="module")
@@ -55,24 +44,6 @@ def new_client(app_module) -> Client:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def figure(payload: dict) -> dict:
-    """A gr.Plot payload -> the plotly figure dict."""
-    assert isinstance(payload, dict) and payload["type"] == "plotly", payload
-    return json.loads(payload["plot"])
-
-
-def array(value) -> np.ndarray:
-    """A plotly array: plain JSON, or plotly 7's base64 typed array {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")
-        if shape is not None:
-            shape = [int(n) for n in str(shape).split(",")] if not isinstance(shape, list) else shape
-            arr = arr.reshape(shape)
-        return arr
-    return np.asarray(value)
-
-
 def heatmap(fig: dict) -> dict:
     traces = [t for t in fig["data"] if t.get("type") == "heatmap"]
     assert len(traces) == 1, [t.get("type") for t in fig["data"]]
@@ -235,7 +206,7 @@ def test_scaling_endpoints_return_plots_and_text(client):
 
 
 def test_no_scaling_lowers_the_mean_entropy(client):
-    """Issue 4: multiplying QKᵀ by 1 instead of 1/√d_k sharpens the softmax (the paper's footnote 4)."""
+    """Why 1/√d_k: multiplying QKᵀ by 1 instead of 1/√d_k sharpens the softmax (the paper's footnote 4)."""
     trained = client.predict(SENTENCE, api_name="/attention")
     # the same forced target for both, so every kind of map lines up
     unscaled = client.predict(SENTENCE, trained["translation"], 1.0, api_name="/attention")

@@ -1,7 +1,7 @@
-"""/decode_steps through the served app (issue #14), called as a script would: gradio_client against
+"""/decode_steps through the served app (the Decoding tab's endpoint), called as a script would: gradio_client against
 `app.create_app` launched in-process the way `app.launch` serves it, with the shipped model.
 
-Checked against what the endpoint promises and against the model itself: per step exactly the issue's keys;
+Checked against what the endpoint promises and against the model itself: per step exactly the documented keys;
 the top-1 token is the greedy output token (the translation /attention shows); the probabilities are the
 model's next-token distribution (recomputed here with the incremental decoder, one token at a time);
 step t's rows are row t of /attention's maps.
@@ -16,9 +16,8 @@ import pytest
 import torch
 from gradio_client import Client
 
-from bench.common import free_port
-from model.decode import greedy_decode
-from model.inference import Translator
+from model.network.decode import greedy_decode
+from model.network.inference import Translator
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
@@ -27,17 +26,11 @@ STEP_KEYS = {"prefix_tokens", "top_tokens", "top_probs", "chosen_token", "cross"
 
 
 @pytest.fixture(scope="module")
-def served():
-    import app
-
-    translator = Translator(app.MODEL_DIR)
-    demo = app.create_app(translator)
-    app.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
-    try:
-        client = Client(demo.local_url, analytics_enabled=False, verbose=False)
-        yield SimpleNamespace(translator=translator, client=client)
-    finally:
-        demo.close()
+def served(serve):
+    """The shipped model served in this process, and a gradio_client for it."""
+    app = serve("shipped")
+    return SimpleNamespace(translator=app.translator,
+                           client=Client(app.url, analytics_enabled=False, verbose=False))
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +53,7 @@ def next_token_probs(translator: Translator, text: str, fed: list[int]) -> np.nd
     return torch.stack(rows).cpu().numpy()  # (T, V)
 
 
-def test_every_step_has_exactly_the_issues_keys(answers):
+def test_every_step_has_exactly_the_documented_keys(answers):
     data, att = answers.steps, answers.attention
     assert isinstance(data, dict) and isinstance(data["steps"], list)
     assert len(data["steps"]) == len(att["target_tokens"]) > 3

@@ -1,4 +1,4 @@
-"""Issue #15 through the app's API: /head_stats and /ablate, served in-process and spoken to over raw HTTP.
+"""Head analysis through the app's API: /head_stats and /ablate, served in-process and spoken to over raw HTTP.
 
 The tiny model (tests/conftest.py) stands in for the shipped one; the sample is the shipped 200 sentences.
 Numbers are checked against a recomputation with the model (statistics, maps, sample scores), the messages
@@ -16,13 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
-from raw_api import RawClient
+from helpers.raw_api import RawClient
 
-import model.ablation
-from bench.common import free_port
-from model.ablation import ablate, baseline_score, load_sample
-from model.analysis import NO_DATA, ROLES, STATS, applies, sample_head_stats, sentence_stats
-from model.inference import KINDS
+import model.probes.ablation
+from model.probes.ablation import ablate, baseline_score, load_sample
+from model.probes.analysis import NO_DATA, ROLES, STATS, applies, sample_head_stats, sentence_stats
+from model.terms import KINDS
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
@@ -30,16 +29,9 @@ SENTENCE = "a big dog runs in the park."
 
 
 @pytest.fixture(scope="module")
-def app(translator):
+def app(serve):
     """The app as ``app.launch`` serves it (its queue, api_open=False) on the tiny model: the Blocks."""
-    import app as app_module
-
-    demo = app_module.create_app(translator)
-    app_module.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
-    try:
-        yield demo
-    finally:
-        demo.close()
+    return serve("tiny").demo
 
 
 @pytest.fixture
@@ -163,14 +155,14 @@ def test_ablations_run_one_at_a_time_and_never_hold_up_other_requests(app, trans
 
     baseline_score(translator, load_sample())  # cached: below, only the ablated sample is decoded
     release, inside = threading.Event(), []
-    scored = model.ablation.score_sample
+    scored = model.probes.ablation.score_sample
 
     def held(*args, **kwargs):  # an ablation's sample decoding, held until the test lets it go
-        inside.append(time.perf_counter())
-        assert release.wait(120), "never released"
+        inside.append(args)
+        assert release.wait(300), "never released"
         return scored(*args, **kwargs)
 
-    monkeypatch.setattr(model.ablation, "score_sample", held)
+    monkeypatch.setattr(model.probes.ablation, "score_sample", held)
     weights = _digest(translator.model)
     clients = [RawClient(app.local_url, timeout=300) for _ in range(4)]
     try:
@@ -178,23 +170,22 @@ def test_ablations_run_one_at_a_time_and_never_hold_up_other_requests(app, trans
             first = pool.submit(clients[0].call, "ablate", [SENTENCE, ["cross:1:4"]])
             _wait_for(lambda: len(inside) == 1)
             second = pool.submit(clients[1].call, "ablate", ["a red house.", ["cross:2:4"]])
-            t0 = time.perf_counter()
+            # answered while the first ablation is held: they never wait for it (else they would time out)
             assert clients[2].call("translate", [SENTENCE, 2]).event == "complete"
             assert clients[3].call("head_stats", [SENTENCE]).event == "complete"
-            answered_s = time.perf_counter() - t0
-            time.sleep(0.5)
+            time.sleep(0.5)  # room for the second ablation to start, were it let in (it must not be)
             assert len(inside) == 1 and not first.done() and not second.done()  # the second waits its turn
             release.set()
-            assert first.result(120).event == "complete" and second.result(120).event == "complete"
+            assert first.result(300).event == "complete" and second.result(300).event == "complete"
     finally:
         release.set()
         for c in clients:
             c.close()
-    assert len(inside) == 2 and answered_s < 30
+    assert len(inside) == 2
     assert _digest(translator.model) == weights
 
 
-def _wait_for(condition, timeout: float = 60.0) -> None:
+def _wait_for(condition, timeout: float = 300.0) -> None:
     end = time.perf_counter() + timeout
     while not condition():
         assert time.perf_counter() < end, "timed out"

@@ -8,12 +8,12 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from model.config import MULTI30K_SMALL, PAPER_BASE, PRESETS, TINY, TransformerConfig
-from model.params import format_count, parameter_breakdown
-from model.transformer import EncoderDecoder, count_parameters
+from model.network.config import MULTI30K_SMALL, PAPER_BASE, PRESETS, TINY, TransformerConfig
+from model.network.params import format_count, parameter_breakdown
+from model.network.transformer import EncoderDecoder, count_parameters
+from model.terms import KINDS
 from viz import architecture
 from viz.architecture import figure1_svg, figure2_svg
-from viz.vocab import KINDS
 
 torch.set_num_threads(1)
 NS = "{http://www.w3.org/2000/svg}"

@@ -1,4 +1,4 @@
-"""Every input of every public endpoint, sent wrong through the raw HTTP API (issue #16 item 4).
+"""Every input of every public endpoint, sent wrong through the raw HTTP API.
 
 Each endpoint's parameters come from the running app's own API description (``/gradio_api/info``, plus the
 undocumented ``/figure1``), so an endpoint added later is probed too. One parameter at a time is replaced
@@ -7,7 +7,7 @@ wrong types, overlong or hostile text) while the others stay valid. The answer m
 error whose message says what to change: never an error without a message (Gradio's ``{"error": null}``),
 never traceback text or a bare Python exception message.
 
-Also a broken model folder at start (item 5): ``python app.py`` ends with one line, no traceback, exit code 2.
+Also a broken model folder at start: ``python app.py`` ends with one line, no traceback, exit code 2.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from raw_api import Answer, RawClient, api_info, arguments, served, valid
+from helpers.raw_api import Answer, RawClient, api_info, arguments, valid
 
 from bench.common import ROOT, free_port
-from model.inference import Translator
 from viz.vocab import OFFLINE_ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
@@ -43,9 +42,8 @@ ENDPOINTS = ("visualise", "render_views", "render_detail", "export", "figure1", 
 
 
 @pytest.fixture(scope="module")
-def url(tiny_model_dir):
-    with served(Translator(tiny_model_dir, device="cpu")) as url:
-        yield url
+def url(serve) -> str:
+    return serve("tiny").url
 
 
 @pytest.fixture(scope="module")

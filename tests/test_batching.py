@@ -1,4 +1,5 @@
-"""model.batching: sentences decoded together give what each gives alone (maps to 1e-5, translations equal)."""
+"""model.serving.batching and .batches: sentences decoded together give what each gives alone (maps to 1e-5,
+translations equal)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model.batching import (
-    BatchedTranslator,
-    BatchSettings,
-    MicroBatcher,
-    attention_batch,
-    translate_batch,
-)
-from model.heads import KINDS
-from model.inference import ASSETS, Translator
-from model.worker import ROOT, ModelProcess, WorkerGone
+from model.network.inference import ASSETS, Translator
+from model.serving.batches import attention_requests, translate_requests
+from model.serving.batching import BatchedTranslator, BatchSettings, MicroBatcher
+from model.serving.worker import ROOT, ModelProcess, WorkerGone
+from model.terms import KINDS
 
+LOAD_S = 180.0  # generous for a child that imports torch and loads a model on a busy machine
 LONG = " ".join(["A dog runs in the park near the big red house."] * 12)  # > 100 tokens: cut, with a warning
 REQUESTS = [  # mixed lengths, teacher-forced ones among them, a bad one in the middle
     ("Two dogs play in snow.", None),
@@ -72,13 +69,13 @@ def assert_same_result(alone, batched, atol: float = 1e-5) -> None:
 
 @pytest.mark.parametrize("model", ["shipped", "tiny"])
 @pytest.mark.parametrize("scale, atol", [(None, 1e-5), (1.0, 1e-4)])
-def test_attention_batch_equals_each_sentence_alone(model, scale, atol, request):
+def test_attention_requests_equal_each_sentence_alone(model, scale, atol, request):
     """At the model's own scale the maps agree to ~1e-6. Padding changes only the order of float sums (a
     padded key adds an exact 0); without 1/sqrt(d_k) the softmax is saturated and amplifies those last-bit
     differences over a 100-step decode (measured 8e-5), hence the looser bound there."""
     translator = request.getfixturevalue(model)
     requests = REQUESTS if scale is None else [r for r in REQUESTS if r[0] != LONG]  # unscaled, it never stops
-    results = attention_batch(translator, requests, scale=scale)
+    results = attention_requests(translator, requests, scale=scale)
     assert len(results) == len(requests)
     for (text, target), batched in zip(requests, results):
         try:
@@ -96,16 +93,16 @@ def test_attention_batch_equals_each_sentence_alone(model, scale, atol, request)
 def test_the_tiny_model_rows_stop_at_their_own_limits(tiny):
     """Without EOS, a sentence alone stops after max_output_length(its own length) steps; so does its row."""
     texts = [("a dog runs.", None), ("a big red dog sits in the house near the water.", None)]
-    short, long = attention_batch(tiny, texts)
+    short, long = attention_requests(tiny, texts)
     assert len(short.target_tokens) == len(tiny.attention(*texts[0]).target_tokens)
     assert len(short.target_tokens) < len(long.target_tokens)
 
 
 @pytest.mark.parametrize("beam", [1, 4])
-def test_translate_batch_equals_each_sentence_alone(shipped, tiny, beam):
+def test_translate_requests_equal_each_sentence_alone(shipped, tiny, beam):
     texts = [text for text, _ in REQUESTS if text != LONG]
     for translator, some in ((shipped, texts), (tiny, texts[-4:])):  # the tiny model runs to its limits: slower
-        for text, batched in zip(some, translate_batch(translator, some, beam=beam)):
+        for text, batched in zip(some, translate_requests(translator, some, beam=beam)):
             try:
                 alone = translator.translate(text, beam=beam)
             except ValueError as exc:
@@ -119,20 +116,23 @@ def test_micro_batcher_batches_by_group_and_keeps_errors_to_their_caller():
 
     def run(group, items):
         seen.append((group, list(items)))
+        assert queued.wait(LOAD_S), "the calls never arrived"  # the first batch waits until the others are queued
         return [ValueError(f"bad {x}") if x == 3 else (group, x * 10) for x in items]
 
     batcher = MicroBatcher(run, max_batch_size=4, max_wait_s=0.2)
-    start = threading.Barrier(10)
+    queued = threading.Event()
 
     def call(i: int):
-        start.wait(timeout=10)
         try:
             return batcher.submit("even" if i % 2 == 0 else "odd", i)
         except ValueError as exc:
             return str(exc)
 
     with ThreadPoolExecutor(10) as pool:
-        answers = list(pool.map(call, range(10)))
+        futures = [pool.submit(call, i) for i in range(10)]
+        wait_until(lambda: sum(len(items) for _, items in seen) + len(batcher._queue) == 10, LOAD_S)
+        queued.set()
+        answers = [f.result() for f in futures]
     assert answers == ["bad 3" if i == 3 else ("even" if i % 2 == 0 else "odd", i * 10) for i in range(10)]
     assert all(len(items) <= 4 for _, items in seen)
     assert all(all(x % 2 == (group == "odd") for x in items) for group, items in seen)  # groups never mixed
@@ -169,17 +169,17 @@ def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, pr
     else:
         batched = BatchedTranslator(shipped, max_batch_size=8, max_wait_s=0.05)
     if process:
-        assert batched.process.ready(wait_s=60)  # (until then, batches run here)
+        assert batched.process.ready(wait_s=LOAD_S)  # (until then, batches run here)
     texts = [f"{n} dogs are running through the snow near a {colour} house." for n, colour in
              zip(range(2, 8), ("red", "big", "small", "white", "blue", "green"))]
     start = threading.Barrier(len(texts) + 2)
 
     def attention(text):
-        start.wait(timeout=10)
+        start.wait(timeout=LOAD_S)
         return batched.attention(text)
 
     def translate(text):
-        start.wait(timeout=10)
+        start.wait(timeout=LOAD_S)
         return batched.translate(text, beam=4)
 
     with ThreadPoolExecutor(len(texts) + 2) as pool:
@@ -200,7 +200,7 @@ def test_concurrent_calls_through_the_batched_translator_equal_alone(shipped, pr
         assert_gone(pid)
 
 
-def assert_gone(pid: int, within_s: float = 10.0) -> None:
+def assert_gone(pid: int, within_s: float = 60.0) -> None:
     """Process ``pid`` has ended within ``within_s`` (gone, or a zombie that its parent has not reaped yet)."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -213,7 +213,7 @@ def assert_gone(pid: int, within_s: float = 10.0) -> None:
     raise AssertionError(f"process {pid} still runs after {within_s} s")
 
 
-def wait_until(condition, within_s: float = 10.0) -> None:
+def wait_until(condition, within_s: float = 60.0) -> None:
     deadline = time.monotonic() + within_s
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -222,12 +222,12 @@ def wait_until(condition, within_s: float = 10.0) -> None:
 
 def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny, with_process):
     batched = with_process(tiny)
-    assert batched.process.ready(wait_s=60)
+    assert batched.process.ready(wait_s=LOAD_S)
     assert_same_result(tiny.attention("a dog runs."), batched.attention("a dog runs."))
     first = batched.process.pid
     os.kill(first, signal.SIGKILL)
     wait_until(lambda: batched.process.pid is None)  # None once it has ended
-    assert batched.process.ready(wait_s=60)  # a new one
+    assert batched.process.ready(wait_s=LOAD_S)  # a new one
     assert_same_result(tiny.attention("a big dog."), batched.attention("a big dog."))  # in the new child
     assert batched.process.starts == 2 and batched.process.pid not in (None, first) and batched.batches_here == 0
 
@@ -235,13 +235,14 @@ def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny, with_proce
 def test_a_stuck_model_process_is_stopped_and_its_batch_runs_here(tiny, with_process, capfd):
     batched = with_process(tiny)
     batched.process.timeout_s = 1.0
-    assert batched.process.ready(wait_s=60)
+    assert batched.process.ready(wait_s=LOAD_S)
     stuck = batched.process.pid
     os.kill(stuck, signal.SIGSTOP)  # alive, but never answers
     assert_same_result(tiny.attention("a dog runs."), batched.attention("a dog runs."))  # here, after 1 s
+    # the watchdog's reason, whichever the parent saw first: the kill, or the pipe's end (EOFError)
     assert batched.batches_here == 1 and "took longer than 1 s" in capfd.readouterr().err
     assert_gone(stuck)  # killed
-    assert batched.process.ready(wait_s=60) and batched.process.pid != stuck  # the next batch: a new child
+    assert batched.process.ready(wait_s=LOAD_S) and batched.process.pid != stuck  # the next batch: a new child
 
 
 def test_a_model_process_that_cannot_load_says_why_and_the_batches_run_here(tiny, tmp_path, with_process):
@@ -253,7 +254,7 @@ def test_a_model_process_that_cannot_load_says_why_and_the_batches_run_here(tiny
     batched.process.folder = tmp_path / "no_model"
     for _ in range(ModelProcess.MAX_LOAD_FAILURES):
         with pytest.raises(WorkerGone, match="could not load") as failed:
-            batched.process.ready(wait_s=60)
+            batched.process.ready(wait_s=LOAD_S)
     assert batched.process.closed and "no more" in str(failed.value)
     starts = batched.process.starts
     assert_same_result(tiny.attention("a cat runs."), batched.attention("a cat runs."))  # here, in this process
@@ -262,10 +263,10 @@ def test_a_model_process_that_cannot_load_says_why_and_the_batches_run_here(tiny
 
 def test_the_model_process_ends_when_the_server_dies(tiny_model_dir):
     """The app killed (no cleanup at all): its model process sees its pipe close and leaves."""
-    script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from model.worker import ModelProcess; "
+    script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from model.serving.worker import ModelProcess; "
               f"p = ModelProcess({str(tiny_model_dir)!r}); p.run(('attention', None), [('a dog.', None)]); "
               "print(p.pid, flush=True); os._exit(0)")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=2 * LOAD_S)
     assert out.returncode == 0, out.stderr
     assert_gone(int(out.stdout))
 
@@ -280,10 +281,15 @@ def test_batch_settings_from_env():
             BatchSettings.from_env(bad)
 
 
-def test_a_lone_request_waits_no_longer_than_max_wait(shipped):
-    batcher = MicroBatcher(lambda group, items: items, max_batch_size=16, max_wait_s=0.002)  # 0 in the app
-    batcher.submit("g", 0)  # starts the worker thread
-    t0 = time.perf_counter()
+@pytest.mark.parametrize("max_batch_size, max_wait_s", [(16, 0.0), (1, 600.0)], ids=["no-wait", "full-batch"])
+def test_a_lone_request_waits_only_for_a_batch_that_can_still_fill(max_batch_size, max_wait_s):
+    """With max_wait_s 0 (the app's) a lone request never waits for company; a full batch (here of one) never waits
+    for max_wait_s. Either way each is answered at once: within a minute, not after 600 s or never."""
+    batcher = MicroBatcher(lambda group, items: items, max_batch_size=max_batch_size, max_wait_s=max_wait_s)
     for i in range(20):
-        assert batcher.submit("g", i) == i
-    assert (time.perf_counter() - t0) / 20 < 0.05  # 2 ms of waiting each, plus thread hand-over
+        answer: list = []
+        caller = threading.Thread(target=lambda i=i, out=answer: out.append(batcher.submit("g", i)), daemon=True)
+        caller.start()
+        caller.join(60)
+        assert answer == [i], f"request {i} was not answered within 60 s"
+    assert batcher.batch_sizes == {1: 20}

@@ -1,6 +1,7 @@
 """`python -m bench --quick` runs end to end for the sections that need no app: present with sane numbers. Never
 asserts timings. The server, browser and capacity sections each start the app (~4 minutes together on the 2-core
-CPU, too long for this suite): `python -m bench --quick` runs them all."""
+CPU, too long for this suite): `python -m bench --quick` runs them all. A run's table goes into bench/RESULTS.md
+(checked with a fake run)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,29 @@ def test_quick_bench_without_the_app_writes_sane_json(tmp_path):
 
     assert {row["src_tokens"] for row in results["model"]["rows"]} >= {20, 60}
     assert results["payload"]["overview_bytes"] <= 100_000
+
+
+def test_a_run_rewrites_its_block_of_results_md_and_keeps_the_text_around_it(tmp_path):
+    """`python -m bench` writes its table into RESULTS.md between the markers (a fake run: no section runs)."""
+    from bench.__main__ import BEGIN, DEFAULT_RESULTS, END, write_results
+
+    meta = {"time": "2026-01-02T03:04:05+00:00", "device": "cpu", "dtype": "float32", "cpu": "Test CPU",
+            "cpu_count": 2, "torch": "2", "gradio": "6", "plotly": "7", "loadavg_start": [0.5, 0.5, 0.5]}
+    run = {"quick": False, "errors": {}, "meta": meta,
+           "payload": {"overview_bytes": 90_000, "spec_json_ms": 0.4, "figure_json_ms": 3.2, "speedup": 8.0}}
+    path = tmp_path / "RESULTS.md"
+    write_results(path, run, "python -m bench")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmark results")
+    assert "Last recorded run, 2026-01-02 03:04 UTC: `python -m bench`" in text
+    assert "Device: cpu, float32; CPU: Test CPU (2 cores)" in text and "| 90.0 KB | ≤ 100 KB | yes |" in text
+
+    path.write_text(text.replace(BEGIN, "How to read it.\n\n" + BEGIN) + "\n## On a GPU\n", encoding="utf-8")
+    run["payload"]["overview_bytes"] = 80_000
+    write_results(path, run, "python -m bench --results RESULTS.md")
+    again = path.read_text(encoding="utf-8")
+    assert "How to read it." in again and again.endswith("## On a GPU\n")
+    assert again.count(BEGIN) == 1 and again.count(END) == 1 and "80.0 KB" in again and "90.0 KB" not in again
+    assert [p.name for p in tmp_path.iterdir()] == ["RESULTS.md"]  # no temporary file left
+    shipped = DEFAULT_RESULTS.read_text(encoding="utf-8")
+    assert shipped.count(BEGIN) == 1 and shipped.count(END) == 1, "a full run would append, not replace"

@@ -1,87 +1,34 @@
 """The app in a real browser: Debian's Chromium driven by Playwright (never `playwright install`).
 
 One `python app.py` on a free loopback port and one Chromium for the whole run (tests/conftest.py: `server`,
-`browser`); a fresh page per test. Every test also fails on a console error, an uncaught page error, a JavaScript
-dialog, or any request that leaves loopback (the page must work offline). A page load costs seconds on a busy
-2-core machine: a test checks everything one view offers before it changes the view. Screenshots are not tests:
+`browser`); a fresh page per test (`page`), which fails its test on a console error, an uncaught page error, a
+JavaScript dialog, or any request that leaves loopback (the page must work offline). Screenshots are not tests:
 ``python -m bench.screenshots``.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
 
-import pytest
-from browser_util import ROOT, is_loopback
-from playwright.sync_api import Browser, Page
+from helpers.browser import (
+    PAYLOAD,
+    assert_not_injected,
+    is_dark,
+    open_app,
+    select_tab,
+    source_tokens,
+    tick_labels,
+    title,
+    value,
+    wait_tab,
+)
+from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
+from playwright.sync_api import Page
 
-SHOTS = ROOT / "screenshots"
-TIMEOUT_MS = 90_000  # generous: the machine may be busy training
-PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
-
-# JavaScript helpers (run in the page)
-GD = "(id) => document.querySelector(`#${id} .js-plotly-plot`)"
-HAS_HEATMAP = f"(id) => {{ const gd = ({GD})(id); return !!(gd && gd.data?.some(t => t.type === 'heatmap')); }}"
-TITLE = f"(id) => {{ const gd = ({GD})(id); return gd && gd.layout && gd.layout.title ? gd.layout.title.text : ''; }}"
-VALUE = "(id) => { const e = document.querySelector(`#${id} textarea, #${id} input`); return e ? e.value : null; }"
-
-
-class Watch:
-    """What a page did that it never should: console errors, page errors, dialogs, requests off loopback."""
-
-    def __init__(self, page: Page):
-        self.errors: list[str] = []
-        self.outside: list[str] = []
-        self.dialogs: list[str] = []
-        page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on("request", lambda r: None if is_loopback(r.url) else self.outside.append(r.url))
-        page.on("dialog", self._dialog)
-
-    def _dialog(self, dialog) -> None:
-        self.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-
-def watched_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
-    """A fresh page at ``width``×``height`` for a fixture to yield from; on teardown it must have shown no console
-    or page error, sent no request off loopback and opened no dialog (``Watch``). ``options``: new_context's."""
-    context = browser.new_context(viewport={"width": width, "height": height}, **options)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    watch = Watch(page)
-    yield page
-    context.close()
-    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    yield from watched_page(browser, 1400, 1000, accept_downloads=True)
-
-
-# ---------------------------------------------------------------------------------------------- helpers
 # This module's tests start from encoder self-attention, layer 1, mean of heads (a bare URL opens the
 # sharpest head: tests/test_browser_classroom.py)
 FIRST_VIEW = "?kind=encoder_self&layer=1&head=0"
-
-
-def open_app(page: Page, url: str) -> None:
-    """Load the page and wait for the example sentence to be drawn (demo.load runs the model once)."""
-    page.goto(url)
-    for plot_id in ("overview", "detail"):
-        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
-    page.wait_for_function(f"() => !!({VALUE})('translation')")
-
-
-def value(page: Page, elem_id: str) -> str:
-    return page.evaluate(VALUE, elem_id)
-
-
-def title(page: Page, plot_id: str) -> str:
-    return page.evaluate(TITLE, plot_id)
+DARK = FIRST_VIEW + "&__theme=dark"  # every tab is also checked in the dark theme
 
 
 def overview_info(page: Page) -> dict:
@@ -97,47 +44,18 @@ def overview_info(page: Page) -> dict:
     )
 
 
-def source_tokens(page: Page) -> int:
-    """The number of source tokens the status line reports."""
-    status = page.inner_text("#status")
-    match = re.search(r"(\d+) source tokens", status)
-    assert match, status
-    return int(match.group(1))
+def run(page: Page, source: str, target: str | None = None) -> None:
+    """Type a sentence (and a translation) and run it, until the new translation is shown."""
+    before = value(page, "translation")
+    page.fill("#source textarea", source)
+    if target is not None:
+        page.fill("#target textarea", target)
+    page.click("#run")
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
 
 
-def tick_labels(page: Page, plot_id: str) -> list[str]:
-    """The tick labels as the browser drew them (SVG text, entities decoded)."""
-    selector = f"#{plot_id} .xtick text, #{plot_id} .ytick text"
-    return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
-
-
-def select_tab(page: Page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
-    page.wait_for_function(
-        "(name) => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === name"
-        " && t.getAttribute('aria-selected') === 'true')",
-        arg=name,
-    )
-
-
-def assert_not_injected(page: Page) -> None:
-    """The payload stayed text: nothing ran, and no element of it reached the DOM."""
-    found = page.evaluate(
-        """() => ({
-            xss: typeof window.__xss,
-            img: document.querySelectorAll('img[src="x"], img[onerror]').length,
-            script: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
-            bold: [...document.querySelectorAll('b')].filter(b => b.textContent === 'bold').length,
-        })"""
-    )
-    assert found == {"xss": "undefined", "img": 0, "script": 0, "bold": 0}, found
-
-
-# ------------------------------------------------------------------------------------------------ tests
-# Two page loads: the example as it opens (and what can be done without changing the sentence), then new sentences
-# (dark mode) and every other tab.
-def test_opens_with_the_example_drawn_downloads_figures_and_exports_and_a_slider_or_tile_click_changes_the_detail(
-        page: Page, server: str):
+# ---------------------------------------------------------------------------------------------------------- the example
+def test_opens_with_the_example_drawn(page: Page, server: str):
     open_app(page, server + FIRST_VIEW)
     assert value(page, "source") == "Two dogs are running through the snow."
     assert value(page, "translation").strip()
@@ -149,7 +67,10 @@ def test_opens_with_the_example_drawn_downloads_figures_and_exports_and_a_slider
     assert page.locator("#overview .js-plotly-plot .hm image").count() >= 1
     assert page.locator("#detail .js-plotly-plot .hm image").count() >= 1
 
-    # The Export buttons save the drawn figures client-side through plotly (no server round trip)...
+
+def test_the_export_buttons_save_the_drawn_figures_in_the_page(page: Page, server: str):
+    """Saved client-side through plotly: no server round trip."""
+    open_app(page, server + FIRST_VIEW)
     page.get_by_role("button", name="Export").click()
     for button, name, magic in (("Overview as PNG", "encoder_self_all_heads.png", b"\x89PNG"),
                                 ("Detail as SVG", "encoder_self_layer1_mean.svg", b"<svg")):
@@ -157,7 +78,11 @@ def test_opens_with_the_example_drawn_downloads_figures_and_exports_and_a_slider
             page.get_by_role("button", name=button).click()
         assert info.value.suggested_filename == name
         assert info.value.path().read_bytes().startswith(magic)
-    # ...and the arrays as .npz and .json from the server
+
+
+def test_export_downloads_the_maps_as_npz_and_json_from_the_server(page: Page, server: str):
+    open_app(page, server + FIRST_VIEW)
+    page.get_by_role("button", name="Export").click()  # opens the export panel
     page.click("#export")
     links = page.locator("#export-files a[download]")
     page.wait_for_function("() => document.querySelectorAll('#export-files a[download]').length === 2")
@@ -174,13 +99,19 @@ def test_opens_with_the_example_drawn_downloads_figures_and_exports_and_a_slider
         else:
             assert json.loads(data)["shapes"]["encoder_self"][:2] == [6, 8]
 
-    # The layer slider, then a real mouse click on the middle of tile L3 H5 (plotly_click -> #tile-click -> layer
-    # and head).
+
+def test_the_layer_slider_changes_the_close_up(page: Page, server: str):
+    open_app(page, server + FIRST_VIEW)
     assert "layer 1 · mean of 8 heads" in title(page, "detail")
     number = page.locator("#layer input[type=number]")
     number.fill("4")
     number.press("Enter")
     page.wait_for_function(f"() => ({TITLE})('detail').includes('layer 4 · mean of 8 heads')")
+
+
+def test_a_click_on_a_tile_opens_its_layer_and_head(page: Page, server: str):
+    """A real mouse click on the middle of tile L3 H5: plotly_click -> #tile-click -> layer and head."""
+    open_app(page, server + FIRST_VIEW)
     page.locator("#overview").scroll_into_view_if_needed()
     x, y = page.evaluate(
         f"""() => {{
@@ -198,16 +129,11 @@ def test_opens_with_the_example_drawn_downloads_figures_and_exports_and_a_slider
     assert page.locator("#head input[value='5']").is_checked()
 
 
-def test_new_sentences_give_48_tiles_html_in_every_input_stays_text_every_tab_renders_dark_and_a_block_opens_its_view(
-        page: Page, server: str):
-    open_app(page, server + FIRST_VIEW + "&__theme=dark")
-    assert page.evaluate("() => document.body.classList.contains('dark')")
-
-    # A new sentence gives a new translation; the overview labels its rows with the new sentence's tokens
-    before = value(page, "translation")
-    page.fill("#source textarea", "A little girl in a pink dress is climbing a wooden fence.")
-    page.click("#run")
-    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
+# -------------------------------------------------------------------------------------------------- new sentences, dark
+def test_a_new_sentence_gives_48_tiles_labelled_with_its_tokens(page: Page, server: str):
+    open_app(page, server + DARK)
+    assert is_dark(page)
+    run(page, "A little girl in a pink dress is climbing a wooden fence.")
     page.wait_for_function(
         f"() => {{ const gd = ({GD})('overview'); return gd && gd.data[0].y.some(l => /girl/.test(l)); }}"
     )
@@ -222,7 +148,9 @@ def test_new_sentences_give_48_tiles_html_in_every_input_stays_text_every_tab_re
     shape = page.evaluate(f"() => {{ const z = ({GD})('detail').calcdata[0][0].z; return [z.length, z[0].length]; }}")
     assert shape == [n_src, n_src]
 
-    # HTML and script in the source and the target stay text
+
+def test_html_in_the_source_and_target_stays_text_in_the_maps_and_figure_1(page: Page, server: str):
+    open_app(page, server + DARK)
     page.fill("#source textarea", f"A dog {PAYLOAD} runs.")
     page.fill("#target textarea", f"Ein Hund {PAYLOAD}")
     page.click("#run")
@@ -234,26 +162,35 @@ def test_new_sentences_give_48_tiles_html_in_every_input_stays_text_every_tab_re
     labels = tick_labels(page, "detail")
     assert any("<" in label for label in labels) and '"' in labels, labels
     n_src = source_tokens(page)
+    select_tab(page, "Architecture")  # Figure 1 with this sentence's shapes
+    page.wait_for_function(
+        "(n) => document.querySelector('#figure1 svg')?.textContent.includes(`(1, ${n}) token ids`)", arg=n_src
+    )
+    assert_not_injected(page)
 
+
+def test_the_model_card_says_where_the_model_runs(page: Page, server: str):
+    open_app(page, server + DARK)
     select_tab(page, "Model card")
     page.get_by_text("Model running on").wait_for()
 
-    # Figure 1 is drawn when its tab opens, with this sentence's shapes; a click on an attention block opens it
-    select_tab(page, "Architecture")
+
+def test_figure_1_has_the_sentences_shapes_and_a_click_on_an_attention_block_opens_its_view(page: Page, server: str):
+    open_app(page, server + DARK)
+    n_src = source_tokens(page)
+    select_tab(page, "Architecture")  # drawn when its tab opens
     page.wait_for_function(
         "(n) => document.querySelector('#figure1 svg')?.textContent.includes(`(1, ${n}) token ids`)", arg=n_src
     )
     page.wait_for_selector("#figure2 svg")
-    assert_not_injected(page)
     page.locator("#figure1 svg [data-attention='cross']").first.click()
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Attention'"
-        " && t.getAttribute('aria-selected') === 'true')"
-    )
+    wait_tab(page, "Attention")
     page.wait_for_function("() => document.querySelector('#kind input[value=cross]')?.checked")
     page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention')")
 
-    # The Why tab: its four figures, then a live run of its own sentence (HTML in it stays text)
+
+def test_the_why_tab_draws_its_figures_and_a_live_run_keeps_html_as_text(page: Page, server: str):
+    open_app(page, server + DARK)
     select_tab(page, "Why 1/√d_k")
     for plot_id in ("variance", "histogram", "softmax-weights", "curves"):
         page.wait_for_selector(f"#{plot_id} .js-plotly-plot .main-svg")

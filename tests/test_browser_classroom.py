@@ -1,22 +1,22 @@
-"""Made for the classroom (issue #19) in a real browser at a projector's 1280×720: a link opens its view with no
+"""Made for the classroom, in a real browser at a projector's 1280×720: a link opens its view with no
 click, the URL follows the view and "Copy link" copies it, hostile links run nothing, the first screen holds
 sentence, translation, overview and close-up with the chosen tile framed, presentation mode's text is large
 and of high contrast (measured in the page, light and dark), examples open their view, and the keyboard alone
-reaches every control and moves the close-up. The app and Chromium are tests/conftest.py's (one for the run);
-each page load runs the model, so a test opens a view once and checks all it can there.
+reaches every control and moves the close-up. The app and Chromium are tests/conftest.py's (one for the run).
 Screenshots are not tests: ``python -m bench.screenshots``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
+from helpers.browser import assert_not_injected, is_dark, watched_page
+from helpers.layout import assert_layout_without_overlaps
+from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
 from playwright.sync_api import Browser, Page
-from test_browser import GD, HAS_HEATMAP, TIMEOUT_MS, TITLE, VALUE, Watch, assert_not_injected
-from test_browser_honest import assert_layout_without_overlaps
 
 from viz.views import examples, projector
 
@@ -36,31 +36,10 @@ STATE = f"""() => ({{
 
 
 @pytest.fixture
-def new_page(browser: Browser) -> Iterator[Callable[[], Page]]:
-    """Pages at 1280×720 in one browser context (one clipboard); each fails its test on a console error, a page
-    error, a dialog or a request off loopback. A second view opens in a new page: navigating a page away would
-    abort its open connections, which the browser reports as console errors."""
-    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, accept_downloads=True,
-                                  permissions=["clipboard-read", "clipboard-write"])
-    context.set_default_timeout(TIMEOUT_MS)
-    watches: list[Watch] = []
-
-    def make() -> Page:
-        page = context.new_page()
-        watches.append(Watch(page))
-        return page
-
-    yield make
-    context.close()
-    for watch in watches:
-        assert watch.errors == [], watch.errors
-        assert watch.outside == [], watch.outside
-        assert watch.dialogs == [], watch.dialogs
-
-
-@pytest.fixture
-def page(new_page: Callable[[], Page]) -> Page:
-    return new_page()
+def page(browser: Browser) -> Iterator[Page]:
+    """A page at a projector's 1280×720 with a clipboard, checked like every browser test's page."""
+    yield from watched_page(browser, WIDTH, HEIGHT, accept_downloads=True,
+                            permissions=["clipboard-read", "clipboard-write"])
 
 
 def open_view(page: Page, url: str, title_part: str = "") -> dict:
@@ -88,7 +67,7 @@ def wait_url(page: Page, **expected) -> None:
         " return Object.entries(want).every(([k, v]) => q.get(k) === v); }", arg=expected)
 
 
-# ---------------------------------------------------------------------------------- measured in the page
+# ------------------------------------------------------------------------------------------------- measured in the page
 BOXES = """() => {
     const box = (s) => { const e = document.querySelector(s); if (!e) return null;
                          const b = e.getBoundingClientRect(); return {top: b.top, bottom: b.bottom, left: b.left,
@@ -120,7 +99,7 @@ CONTRAST = """() => {
 
 
 def assert_presented(page: Page) -> None:
-    """Presentation mode (issue #19 item 3): every label of overview and close-up ≥ 16 px with contrast ≥ 4.5
+    """Presentation mode: every label of overview and close-up ≥ 16 px with contrast ≥ 4.5
     against what is behind it (the theme's colours, measured), the close-up's title at its size, and the weights
     printed in the close-up's cells the drawn ones."""
     page.wait_for_function("() => document.body.classList.contains('attn-present')")
@@ -137,22 +116,24 @@ def assert_presented(page: Page) -> None:
         assert line == [projector.cell_text(w) for w in weights]
 
 
-# ----------------------------------------------------------------------------- 1. links, 3. presentation mode
-def test_a_link_opens_its_view_the_url_follows_copy_link_copies_presentation_mode_is_legible_light_and_dark(
-        new_page: Callable[[], Page], server: str):
-    page = new_page()
-    text = "A boy throws a red ball."  # 9 tokens: a small map, its weights printed in presentation mode
-    state = open_view(page, link(server, text=text, kind="decoder_self", layer=4, head=6, colour="row"),
+# --------------------------------------------------------------------------------------------- links, presentation mode
+TEXT = "A boy throws a red ball."  # 9 tokens: a small map, its weights printed in presentation mode
+
+
+def test_a_link_opens_its_view_with_no_click(page: Page, server: str):
+    state = open_view(page, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"),
                       "layer 4 · head 6")
-    assert state == {"text": text, "kind": "decoder_self", "layer": "4", "head": "6", "present": False,
+    assert state == {"text": TEXT, "kind": "decoder_self", "layer": "4", "head": "6", "present": False,
                      "colour": "row", "title": "Decoder self-attention (masked) · layer 4 · head 6", "tab": "attention"}
     # the figures are this sentence's: the overview's rows are its German tokens
     assert page.evaluate(f"() => ({GD})('overview').data[0].y.some(l => /: Ball$/.test(l))")
-    wait_url(page, text=text, kind="decoder_self", layer="4", head="6", colour="row", tab="attention")
+    wait_url(page, text=TEXT, kind="decoder_self", layer="4", head="6", colour="row", tab="attention")
     small = [t for t in page.evaluate(CONTRAST) if t["px"] < 16]
     assert small, "the normal view keeps its smaller text"
 
-    # every control changed by hand (presentation mode by its switch): the URL follows, "Copy link" copies it
+
+def change_every_control(page: Page) -> None:
+    """Every control of the view changed by hand (presentation mode by its switch), until the view shows it."""
     page.locator("#kind label", has_text="Encoder self-attention").click()
     number = page.locator("#layer input[type=number]")
     number.fill("2")
@@ -163,27 +144,40 @@ def test_a_link_opens_its_view_the_url_follows_copy_link_copies_presentation_mod
     page.wait_for_function(f"() => ({TITLE})('detail') === 'Encoder self-attention · layer 2 · mean of 8 heads'"
                            f" && ({GD})('detail').layout.title.font.size === {projector.TITLE_PX}"
                            f" && ({GD})('overview').layout.xaxis.tickfont.size === {projector.PRESENT_PX}")
-    wait_url(page, text=text, kind="encoder_self", layer="2", head="0", colour="fixed", present="1", tab="attention")
-    assert_presented(page)  # light
+
+
+def test_the_url_follows_every_control_and_copy_link_copies_it(page: Page, server: str):
+    open_view(page, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"), "layer 4 · head 6")
+    change_every_control(page)
+    wait_url(page, text=TEXT, kind="encoder_self", layer="2", head="0", colour="fixed", present="1", tab="attention")
     page.click("#copy-link")
     page.wait_for_function("() => document.querySelector('#copy-link-note')?.textContent === 'Link copied.'")
     copied = page.evaluate("() => navigator.clipboard.readText()")
     assert copied == page.url and url_params(copied)["tab"] == "attention"
 
-    # the copied link, opened afresh with another tab (and the dark theme) named in it: that tab, with the same
-    # view behind it; back on the Attention tab, presentation mode measured in dark
-    other = new_page()
-    open_view(other, link(server, **{**url_params(copied), "tab": "scaling", "__theme": "dark"}),
-              "layer 2 · mean of 8")
-    other.wait_for_function("() => document.querySelector('[role=tab][aria-selected=true]')?.dataset.tabId"
-                            " === 'scaling'")
-    assert other.evaluate(STATE) == {
-        "text": text, "kind": "encoder_self", "layer": "2", "head": "0", "present": True, "colour": "fixed",
+
+def test_presentation_mode_makes_the_maps_text_large_and_of_high_contrast(page: Page, server: str):
+    """Light here; dark in the next test, on a link's view."""
+    open_view(page, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"), "layer 4 · head 6")
+    change_every_control(page)
+    assert_presented(page)
+
+
+def test_a_link_naming_another_tab_opens_it_with_the_same_view_behind_it(page: Page, server: str):
+    """The link "Copy link" gives for the view above, opened afresh with another tab (and the dark theme) named
+    in it: that tab, with the same view behind it; back on the Attention tab, presentation mode measured in dark."""
+    params = {"text": TEXT, "kind": "encoder_self", "layer": 2, "head": 0, "colour": "fixed", "present": 1,
+              "tab": "scaling", "__theme": "dark"}
+    open_view(page, link(server, **params), "layer 2 · mean of 8")
+    page.wait_for_function("() => document.querySelector('[role=tab][aria-selected=true]')?.dataset.tabId"
+                           " === 'scaling'")
+    assert page.evaluate(STATE) == {
+        "text": TEXT, "kind": "encoder_self", "layer": "2", "head": "0", "present": True, "colour": "fixed",
         "title": "Encoder self-attention · layer 2 · mean of 8 heads", "tab": "scaling"}
-    assert other.evaluate("() => document.body.classList.contains('dark')")
-    other.get_by_role("tab", name="Attention").click()
-    other.locator("#overview .hm image").wait_for(state="visible")
-    assert_presented(other)
+    assert is_dark(page)
+    page.get_by_role("tab", name="Attention").click()
+    page.locator("#overview .hm image").wait_for(state="visible")
+    assert_presented(page)
 
 
 # The two payloads share one page: every parameter gets one of them, each free-text box one, each payload three
@@ -211,7 +205,7 @@ def test_hostile_values_in_every_parameter_fall_back_with_a_notice(page: Page, s
     assert url_params(page.url)["layer"] in {str(n) for n in range(1, 7)}
 
 
-# ---------------------------------------------------------------------------------- 2. the projector
+# -------------------------------------------------------------------------------------------------------- the projector
 def assert_first_screen(page: Page, state: dict) -> None:
     """Sentence, translation, overview and close-up on the first screen at 1280×720, overview and close-up side
     by side, and the sharp default (a cross-attention head chosen by a statistic) framed in the overview."""
@@ -233,7 +227,7 @@ def assert_first_screen(page: Page, state: dict) -> None:
     assert frame["frame"] == frame["tile"]
 
 
-# -------------------------------------------------------------------------------- 4. examples, 6. keyboard
+# --------------------------------------------------------------------------------------------------- examples, keyboard
 KEY = """(e) => {
     const box = e.closest('[id]'), field = e.matches('input, textarea, select');
     const label = e.getAttribute('aria-label') || (field ? '' : e.textContent.trim());
@@ -317,18 +311,34 @@ def assert_an_example_opens_its_view(page: Page) -> None:
     page.wait_for_function(f"() => !({GUIDE_SHOWN})()")
 
 
-def test_at_1280x720_the_first_screen_keyboard_arrow_keys_an_example_how_to_read_and_a_layout_without_overlaps(
-        page: Page, server: str):
+def test_at_1280x720_the_first_screen_holds_sentence_translation_and_both_maps(page: Page, server: str):
     assert_first_screen(page, open_view(page, server))  # (light; presentation mode is measured in both themes)
+
+
+def test_tab_alone_reaches_every_control(page: Page, server: str):
+    open_view(page, server)
     assert_tab_reaches_every_control(page)
+
+
+def test_an_example_opens_its_view_and_its_claim_holds(page: Page, server: str):
+    open_view(page, server)
     assert_an_example_opens_its_view(page)
 
+
+def test_how_to_read_this_unfolds_on_the_attention_tab(page: Page, server: str):
+    open_view(page, server)
     note = page.locator("#attention-tab .how-to-read")  # "How to read this" is folded on the Attention tab
     assert "Rows attend to columns" not in note.inner_text()
     note.get_by_text("How to read this").click()
     note.get_by_text("Rows attend to columns").wait_for()
     assert "predicts token" in note.inner_text()
 
-    # last: a key pressed at a bound still sends its (unchanged) view, which may be drawn after the checks
+
+def test_arrow_keys_move_the_close_up(page: Page, server: str):
+    open_view(page, server)
     assert_arrow_keys_move_the_close_up(page)
-    assert_layout_without_overlaps(page, WIDTH)  # issue #20 item 7 at a projector's size (test_browser_honest)
+
+
+def test_a_layout_without_overlaps_at_a_projectors_size(page: Page, server: str):
+    open_view(page, server)
+    assert_layout_without_overlaps(page, WIDTH)

@@ -1,9 +1,9 @@
-"""Issue #15 in a real browser: the "Head analysis" tab — the statistics grid, a click on a cell that opens that
+"""Head analysis in a real browser: the "Head analysis" tab — the statistics grid, a click on a cell that opens that
 head on the Attention tab, and a head ablation with its progress bar and its result.
 
-The app, the browser and the page checks (no console error, no request off loopback) are tests/test_browser.py's.
-The tab is shown at 1280×720 (a projector), dark; one page load, and the suite's only ablation in a browser (it
-decodes the shipped 200-sentence sample). Screenshots are not tests: ``python -m bench.screenshots``.
+The app and the browser are tests/conftest.py's; each page fails its test on a console error or a request off
+loopback. The tab is shown at 1280×720 (a projector), dark; the suite's only ablation in a browser (it decodes the
+shipped 200-sentence sample). Screenshots are not tests: ``python -m bench.screenshots``.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from helpers.browser import is_dark, open_app, select_tab, wait_tab, watched_page
+from helpers.scripts import GD, TITLE, VALUE
 from playwright.sync_api import Browser, Page
-from test_browser import GD, TITLE, VALUE, open_app, select_tab, watched_page
 
-from model.ablation import load_ranking
+from model.probes.ablation import load_ranking
 
 GRID = "heads-grid"
 TRACE_KINDS = (f"() => {{ const gd = ({GD})('{GRID}'); "
@@ -23,8 +24,8 @@ ABLATION = "() => document.querySelector('#ablation')?.textContent || ''"
 
 
 @pytest.fixture
-def projector(browser: Browser) -> Iterator[Page]:  # noqa: F811
-    """A page at 1280×720, checked like test_browser's ``page``."""
+def page(browser: Browser) -> Iterator[Page]:
+    """A page at 1280×720 (a projector)."""
     yield from watched_page(browser, 1280, 720)
 
 
@@ -53,17 +54,18 @@ def cell_centre(page: Page, kind: str, layer: int, head: int) -> tuple[float, fl
     )
 
 
-def test_the_grid_an_ablation_with_its_progress_translation_maps_and_scores_and_a_click_on_a_cell_opens_that_head(
-        projector: Page, server: str):  # noqa: F811
-    page = projector
+def test_the_grid_shows_every_kinds_heads_with_their_roles_in_dark(page: Page, server: str):
     open_tab(page, server + "?__theme=dark")
-    assert page.evaluate("() => document.body.classList.contains('dark')")
+    assert is_dark(page)
     assert grid_kinds(page) == ["encoder_self", "decoder_self", "cross"]
     rules = page.inner_text("#heads-rules")
     assert "this sentence" in rules and "EOS-sink" in rules and "first" in rules and "40%" in rules
     roles = page.evaluate(f"() => ({GD})('{GRID}').data.flatMap(t => t.customdata.flat().map(c => c[3]))")
     assert len(roles) == 3 * 6 * 8 and all(roles), roles[:10]
 
+
+def test_an_ablation_shows_its_progress_then_both_translations_the_maps_and_the_scores(page: Page, server: str):
+    open_tab(page, server + "?__theme=dark")
     # Heads to switch off: the shipped ranking's top five, and one more picked in the menu (a new set: nothing cached)
     translation = page.evaluate(VALUE, "translation")
     page.click("#heads-top")
@@ -80,7 +82,7 @@ def test_the_grid_an_ablation_with_its_progress_translation_maps_and_scores_and_
     # Gradio's progress bar over the maps, with the sample's decoding as its text
     page.wait_for_function("() => /(every head|heads off): translat/.test(document.querySelector('#ablated').innerText)"
                            " && !!document.querySelector('#ablated .progress-bar')")
-    page.wait_for_function(f"() => ({ABLATION})().includes('Switched off:')", timeout=180_000)
+    page.wait_for_function(f"() => ({ABLATION})().includes('Switched off:')", timeout=300_000)
     text = page.inner_text("#ablation")
     assert all(h in text for h in heads) and "sample BLEU (200 sentences)" in text and "chrF" in text, text
     assert translation in text  # the sentence with every head, beside the one without them
@@ -90,7 +92,9 @@ def test_the_grid_an_ablation_with_its_progress_translation_maps_and_scores_and_
     page.wait_for_function(f"() => JSON.stringify(({GD})('ablated').layout.meta).includes('Encoder self-attention')")
     assert page.evaluate(f"() => ({GD})('ablated').layout.shapes.some(s => s.name === 'L1 H1 off')")
 
-    # The shipped sample's statistics, another statistic, then a click on a cell opens that head
+
+def test_the_shipped_samples_statistics_and_a_self_attention_statistic_in_two_panels(page: Page, server: str):
+    open_tab(page, server + "?__theme=dark")
     page.locator("#heads-scope label:has(input[value='sample'])").click()  # the shipped sample, from its file
     page.wait_for_function("() => document.querySelector('#heads-rules').textContent.includes('200 sentences')")
     page.get_by_label("Colour shows").click()
@@ -98,13 +102,13 @@ def test_the_grid_an_ablation_with_its_progress_translation_maps_and_scores_and_
     page.wait_for_function(f"() => ({TRACE_KINDS})().length === 2")
     assert grid_kinds(page) == ["encoder_self", "decoder_self"]
 
+
+def test_a_click_on_a_cell_opens_that_head_on_the_attention_tab(page: Page, server: str):
+    open_tab(page, server + "?__theme=dark")
     page.locator(f"#{GRID}").scroll_into_view_if_needed()
     x, y = cell_centre(page, "decoder_self", 4, 6)
     page.mouse.click(x, y)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Attention'"
-        " && t.getAttribute('aria-selected') === 'true')"
-    )
+    wait_tab(page, "Attention")
     page.wait_for_function("() => document.querySelector('#kind input[value=decoder_self]')?.checked")
     page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Decoder self-attention')"
                            f" && ({TITLE})('detail').includes('layer 4 · head 6')")

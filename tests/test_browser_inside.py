@@ -1,8 +1,7 @@
-"""Issue #13 in a real browser: the "Inside a head" tab, a click on a row of the close-up, the contributions toggle.
+"""Inside a head in a real browser: the "Inside a head" tab, a click on a row of the close-up, the contributions toggle.
 
-The app, the browser and the page checks (no console error, no request off loopback) are tests/test_browser.py's.
-The tab is shown at 1280×720 (a projector); one page load for all of it. Screenshots are not tests:
-``python -m bench.screenshots``.
+The app and the browser are tests/conftest.py's; each page fails its test on a console error or a request off
+loopback. The tab is shown at 1280×720 (a projector). Screenshots are not tests: ``python -m bench.screenshots``.
 """
 
 from __future__ import annotations
@@ -10,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from helpers.browser import open_app, select_tab, wait_tab, watched_page
+from helpers.scripts import GD, TITLE
 from playwright.sync_api import Browser, Page
-from test_browser import GD, TITLE, open_app, select_tab, watched_page
 
 KINDS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention (masked)",
          "cross": "Encoder–decoder attention"}
@@ -20,8 +20,8 @@ COLORBAR = f"(id) => {{ const gd = ({GD})(id); return gd ? gd.data[0].colorbar.t
 
 
 @pytest.fixture
-def projector(browser: Browser) -> Iterator[Page]:  # noqa: F811
-    """A page at 1280×720, checked like test_browser's ``page``."""
+def page(browser: Browser) -> Iterator[Page]:
+    """A page at 1280×720 (a projector)."""
     yield from watched_page(browser, 1280, 720)
 
 
@@ -44,12 +44,8 @@ def pick_kind(page: Page, kind: str) -> None:
     page.get_by_role("option", name=KINDS[kind]).click()
 
 
-def test_contributions_toggle_why_tab_links_a_click_on_a_close_up_row_opens_its_query_and_each_kind_updates_the_view(
-        projector: Page, server: str):  # noqa: F811
-    page = projector
+def test_the_attention_tabs_measure_draws_weights_or_contributions_and_a_redraw_keeps_it(page: Page, server: str):
     open_app(page, server)
-
-    # The Attention tab's measure: weights, or contributions (a redraw keeps the choice)
     assert page.evaluate(COLORBAR, "detail") == "weight"
     choose(page, "measure", "contributions")
     page.wait_for_function(f"() => ({COLORBAR})('detail') === 'contribution'")
@@ -59,7 +55,11 @@ def test_contributions_toggle_why_tab_links_a_click_on_a_close_up_row_opens_its_
     choose(page, "measure", "weights")
     page.wait_for_function(f"() => ({COLORBAR})('detail') === 'weight'")
 
-    # The tab follows the Attention tab's view; its scale factor links with the Why tab
+
+def test_the_tab_follows_the_attention_view_and_shares_its_factor_with_the_why_tab(page: Page, server: str):
+    open_app(page, server)
+    choose(page, "head", 4)
+    page.wait_for_function(f"() => ({TITLE})('detail').includes('head 4')")
     layer = page.locator("#layer input[type=number]").input_value()
     select_tab(page, "Inside a head")
     steps_show(page, f"layer {layer}, head 4, query 0")
@@ -77,8 +77,9 @@ def test_contributions_toggle_why_tab_links_a_click_on_a_close_up_row_opens_its_
     page.wait_for_function("() => document.querySelector('#in-footnote4-text').textContent.includes('factor: × 1')")
     assert page.locator("#in-factor textarea").input_value() == "1"
 
-    # A click on a row of the Attention tab's close-up opens this tab on that query
-    select_tab(page, "Attention")
+
+def test_a_click_on_a_row_of_the_close_up_opens_the_tab_on_that_query(page: Page, server: str):
+    open_app(page, server)
     choose(page, "kind", "cross")
     choose(page, "head", 3)
     page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')"
@@ -92,16 +93,21 @@ def test_contributions_toggle_why_tab_links_a_click_on_a_close_up_row_opens_its_
         }}"""
     )
     page.mouse.click(x, y)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('[role=tab]')].some(t => t.textContent.trim() === 'Inside a head'"
-        " && t.getAttribute('aria-selected') === 'true')")
+    wait_tab(page, "Inside a head")
     steps_show(page, f"Encoder–decoder attention, layer {layer}, head 3, query 2")
     assert page.locator("#in-query input[value='2']").is_checked()
     assert page.locator("#in-kind input").input_value() == KINDS["cross"]
 
-    # Pick a token, a head, then each kind: the view follows (the head and the query stay)
+
+def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(page: Page, server: str):
+    open_app(page, server)
+    choose(page, "kind", "cross")
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')")
+    layer = page.locator("#layer input[type=number]").input_value()
+    select_tab(page, "Inside a head")
+    steps_show(page, f"{KINDS['cross']}, layer {layer}")
     choose(page, "in-query", 3)
-    steps_show(page, "head 3, query 3")
+    steps_show(page, ", query 3")
     assert "query 3" in page.evaluate(f"() => ({GD})('in-scores').layout.annotations.at(-1).text")
     choose(page, "in-head", 2)
     steps_show(page, f"{KINDS['cross']}, layer {layer}, head 2, query 3")

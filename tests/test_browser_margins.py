@@ -1,4 +1,4 @@
-"""The overview and the close-up drawn with the margins the server worked out (viz.margins, issue #17), in Chromium:
+"""The overview and the close-up drawn with the margins the server worked out (viz.margins: drawn once), in Chromium:
 nothing is cut or overlaps — every text of the figure inside it, tick labels beside the plot area (not over it, not
 over each other), axis titles clear of the labels, colour bar and legend right of the plot — for long words, CJK
 and emoji, each kind of attention, presentation mode, and after the page is narrowed to a phone (the page script
@@ -9,9 +9,10 @@ tests/conftest.py's.
 
 from __future__ import annotations
 
+import pytest
+from helpers.browser import new_page, open_app, select_tab
+from helpers.scripts import GD, SETTLED
 from playwright.sync_api import Browser, Page
-from test_browser import GD, open_app, select_tab
-from test_browser_long import SETTLED, new_page
 
 from viz import margins
 
@@ -66,57 +67,73 @@ def problems(page: Page) -> dict[str, list[str]]:
     return {plot_id: page.evaluate(PROBLEMS, plot_id) for plot_id in ("overview", "detail")}
 
 
-def test_nothing_is_cut_with_the_servers_margins(browser: Browser, server: str):
-    page, watch = new_page(browser, 1400, 1000)
+def open_settled(page: Page, server: str) -> None:
     open_app(page, server)
     for plot_id in ("overview", "detail"):
         page.evaluate(SETTLED, plot_id)
-    seen = {"start": problems(page)}
-    for text in SENTENCES:
-        redrawn(page, lambda t=text: (page.fill("#source textarea", t), page.click("#run")))
-        seen[text] = problems(page)
-        for kind in ("encoder_self", "decoder_self"):
-            redrawn(page, lambda k=kind: page.locator(f"#kind input[value='{k}']").check())
-            seen[f"{text} {kind}"] = problems(page)
-    redrawn(page, lambda: page.locator("#present input[type=checkbox]").check())  # presentation mode: larger text
-    seen["present"] = problems(page)
-    redrawn(page, lambda: page.locator("#present input[type=checkbox]").uncheck())
-    redrawn(page, lambda: (page.fill("#source textarea", "Two dogs are running through the snow."), page.click("#run")))
-    angle = "() => document.querySelector('#detail .js-plotly-plot').layout.xaxis.tickangle"
-    wide = page.evaluate(angle)
-    # another tab and back: the hidden plots keep their margins, nothing is drawn again
+
+
+def test_nothing_is_cut_in_the_view_the_page_opens_with(page: Page, server: str):
+    open_settled(page, server)
+    assert problems(page) == {"overview": [], "detail": []}
+
+
+@pytest.mark.parametrize("text", SENTENCES, ids=["long-words", "cjk-and-emoji"])
+def test_nothing_is_cut_for_long_words_cjk_and_emoji_in_each_kind(page: Page, server: str, text: str):
+    open_settled(page, server)
+    seen = {}
+    redrawn(page, lambda: (page.fill("#source textarea", text), page.click("#run")))
+    seen["cross"] = problems(page)
+    for kind in ("encoder_self", "decoder_self"):
+        redrawn(page, lambda k=kind: page.locator(f"#kind input[value='{k}']").check())
+        seen[kind] = problems(page)
+    assert {k: v for k, v in seen.items() if v["overview"] or v["detail"]} == {}
+
+
+def test_nothing_is_cut_in_presentation_mode(page: Page, server: str):
+    """Larger text, the same margins rule."""
+    open_settled(page, server)
+    redrawn(page, lambda: page.locator("#present input[type=checkbox]").check())
+    assert problems(page) == {"overview": [], "detail": []}
+
+
+def test_another_tab_and_back_draws_nothing_again(page: Page, server: str):
+    """The hidden plots keep their margins: no plotly_afterplot while the tab is away and back."""
+    open_settled(page, server)
     page.evaluate(f"""() => {{ window.attnDraws = 0; for (const id of ['overview', 'detail'])
         ({GD})(id).on('plotly_afterplot', () => {{ window.attnDraws += 1; }}); }}""")
     select_tab(page, "Model card")
     select_tab(page, "Attention")
-    page.wait_for_timeout(500)
+    page.wait_for_timeout(500)  # room for a redraw, were there one (it must not come)
     for plot_id in ("overview", "detail"):
         page.evaluate(SETTLED, plot_id)
-    redraws = page.evaluate("() => window.attnDraws")
-    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the column labels turn upright
+    assert page.evaluate("() => window.attnDraws") == 0
+
+
+def test_narrowed_to_a_phone_the_column_labels_turn_upright_and_nothing_is_cut(page: Page, server: str):
+    """The page script picks the column labels' angle for the plot's width: slanted on a wide page, upright on a
+    phone (390×844, the wide page resized)."""
+    open_settled(page, server)
+    angle = "() => document.querySelector('#detail .js-plotly-plot').layout.xaxis.tickangle"
+    wide = page.evaluate(angle)
+    page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_function("() => document.querySelector('#detail .main-svg')?.getBoundingClientRect().width < 390")
     for plot_id in ("overview", "detail"):
         page.evaluate(SETTLED, plot_id)
-    seen["phone"] = problems(page)
-    narrow = page.evaluate(angle)
-    page.context.close()
-    assert {k: v for k, v in seen.items() if v["overview"] or v["detail"]} == {}
-    assert wide == -30 and narrow == -90  # the wide page had room for them slanted, the phone has not
-    assert redraws == 0
-    assert watch.errors == [] and watch.outside == [] and watch.dialogs == [], vars(watch)
+    assert problems(page) == {"overview": [], "detail": []}
+    assert wide == -30 and page.evaluate(angle) == -90  # the wide page had room for them slanted, the phone has not
 
 
 def test_the_width_table_is_never_narrower_than_the_fonts_here(browser: Browser):
-    page, watch = new_page(browser, 800, 600)
-    page.set_content("<html><body></body></html>")
     chars = "".join(sorted(margins._WIDTHS)) + "…�·␣→—Юéüß"  # beyond ASCII: escape_token's symbols, letters
     fonts = ['"Open Sans", verdana, arial, sans-serif', "DejaVu Sans", "Liberation Sans", "sans-serif"]
-    measured = page.evaluate("""([chars, fonts]) => fonts.map((font) => {
-        const c = document.createElement('canvas').getContext('2d');
-        c.font = '100px ' + font;
-        return Array.from(chars).map((ch) => c.measureText(ch).width / 100);
-    })""", [chars, fonts])
-    page.context.close()
+    with new_page(browser, 800, 600) as page:
+        page.set_content("<html><body></body></html>")
+        measured = page.evaluate("""([chars, fonts]) => fonts.map((font) => {
+            const c = document.createElement('canvas').getContext('2d');
+            c.font = '100px ' + font;
+            return Array.from(chars).map((ch) => c.measureText(ch).width / 100);
+        })""", [chars, fonts])
     wider = {(font, ch): round(w, 3) for font, widths in zip(fonts, measured) for ch, w in zip(chars, widths)
              if w > margins.char_em(ch) + 1e-6}
     assert wider == {}

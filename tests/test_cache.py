@@ -1,4 +1,5 @@
-"""model.cache.ByteLRU: bounded in bytes, least recently used out first, one computation per key, thread-safe."""
+"""model.serving.cache.ByteLRU: bounded in bytes, least recently used out first, one computation per key,
+thread-safe."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from model.cache import BUDGET_ENV, DEFAULT_BUDGET_MB, MB, ByteLRU, budget_from_env, nbytes
-from model.inference import AttentionResult
+from model.network.inference import AttentionResult
+from model.serving.cache import BUDGET_ENV, DEFAULT_BUDGET_MB, MB, ByteLRU, budget_from_env, nbytes
 
 
 def block(n_bytes: int, fill: float = 0.0) -> np.ndarray:

@@ -9,12 +9,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, check_model_folder, load_config, load_model, read_tensors, save_model
-from model.config import TINY
-from model.params import state_dict_shapes
-from model.train import main
-from model.training import learning_rate, resolve_precision, scheduled_lr
-from model.transformer import EncoderDecoder
+from model.network.checkpoint import (
+    CheckpointError,
+    check_model_folder,
+    load_config,
+    load_model,
+    read_tensors,
+    save_model,
+)
+from model.network.config import TINY
+from model.network.params import state_dict_shapes
+from model.network.transformer import EncoderDecoder
+from model.training.loop import learning_rate, resolve_precision, scheduled_lr
+from model.training.train import main
 
 
 def test_save_load_gives_identical_outputs(tmp_path):
@@ -128,11 +135,12 @@ def test_sigterm_writes_a_checkpoint_that_resumes(corpus, tmp_path):
             "--max-tokens", "60", "--precision", "fp32", "--epochs", "50", "--threads", "1"]
     proc = subprocess.Popen(args, cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
-    deadline = time.monotonic() + 60
-    while not (out / "epochs").is_dir() and time.monotonic() < deadline:  # wait until it is training
+    deadline = time.monotonic() + 300  # generous: a busy machine may take a minute to import torch and start
+    while not (out / "epochs").is_dir():  # wait until it is training
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start training"
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
-    stdout, _ = proc.communicate(timeout=60)
+    stdout, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0 and "stopped at step" in stdout
     step = json.loads((out / "last" / "trainer.json").read_text())["step"]
     assert step > 0
@@ -144,7 +152,7 @@ def test_sigterm_writes_a_checkpoint_that_resumes(corpus, tmp_path):
 def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
     """--d-model/--d-ff/--dropout reach the saved config; --lr-scale multiplies the schedule; export
     averages the last epochs into float16 weights that load, and writes a card from the log."""
-    from model.export import main as export
+    from model.training.export import main as export
 
     run = tmp_path / "run"
     train(corpus, run, "--d-model", "16", "--d-ff", "24", "--dropout", "0.2", "--attn-dropout", "0.1",
@@ -168,7 +176,7 @@ def test_architecture_overrides_lr_scale_and_export(corpus, tmp_path):
     assert "epoch_001.safetensors, epoch_002.safetensors" in card
     assert "| 2 | 0.2 | 3 |" in card  # epoch 2: its dropout and lr scale
     assert "W_2 scaled by 0.5" in card
-    from model.inference import Translator
+    from model.network.inference import Translator
 
     assert Translator(tmp_path / "shipped", device="cpu").translate("a dog runs") is not None
 
@@ -221,7 +229,7 @@ def test_legacy_attn_scale_null_still_loads(tmp_path):
     ],
 )
 def test_implausible_config_values_are_refused_before_anything_is_allocated(tmp_path, monkeypatch, change, message):
-    import model.checkpoint
+    import model.network.checkpoint
 
     save_model(EncoderDecoder(TINY), tmp_path)
     (tmp_path / "config.json").write_text(json.dumps(json.loads(TINY.to_json()) | change))
@@ -229,7 +237,7 @@ def test_implausible_config_values_are_refused_before_anything_is_allocated(tmp_
     def no_model(cfg):
         raise AssertionError("a model was built")
 
-    monkeypatch.setattr(model.checkpoint, "EncoderDecoder", no_model)
+    monkeypatch.setattr(model.network.checkpoint, "EncoderDecoder", no_model)
     for load in (load_model, check_model_folder):
         with pytest.raises(CheckpointError, match=message) as exc:
             load(tmp_path)
@@ -238,19 +246,19 @@ def test_implausible_config_values_are_refused_before_anything_is_allocated(tmp_
 
 
 def test_weights_of_another_shape_are_refused_from_the_header(tmp_path, monkeypatch):
-    import model.checkpoint
+    import model.network.checkpoint
 
     save_model(EncoderDecoder(TINY), tmp_path)
     (tmp_path / "config.json").write_text(replace(TINY, vocab_size=TINY.vocab_size * 1000).to_json())
-    monkeypatch.setattr(model.checkpoint, "load_file", lambda path: pytest.fail("tensors were read"))
+    monkeypatch.setattr(model.network.checkpoint, "load_file", lambda path: pytest.fail("tensors were read"))
     with pytest.raises(CheckpointError, match=r"embed\.weight has shape \(64, 32\), expected \(64000, 32\)"):
         load_model(tmp_path)
 
 
 def test_check_model_folder_checks_every_file_without_loading_weights(tiny_model_dir, tmp_path, monkeypatch):
-    import model.checkpoint
+    import model.network.checkpoint
 
-    monkeypatch.setattr(model.checkpoint, "load_file", lambda path: pytest.fail("tensors were read"))
+    monkeypatch.setattr(model.network.checkpoint, "load_file", lambda path: pytest.fail("tensors were read"))
     assert check_model_folder(tiny_model_dir) == load_config(tiny_model_dir)
     broken = tmp_path / "broken"
     broken.mkdir()

@@ -1,4 +1,4 @@
-"""Made for the classroom (issue #19) without a browser: a view as a link (viz.views.share), the curated
+"""Made for the classroom, without a browser: a view as a link (viz.views.share), the curated
 examples (viz.views.examples), the projector's figures (viz.views.projector) and "How to read this" on
 every tab (viz.views.reading, app.how_to_read). The tiny model's results; the examples' claims about the
 shipped model are tests/test_examples_shipped.py, the page itself tests/test_browser_classroom.py.
@@ -10,10 +10,11 @@ import re
 
 import numpy as np
 import pytest
+from helpers.plotly import array
 
-from model.inference import AttentionResult, Translator
+from model.network.inference import AttentionResult, Translator
+from model.terms import KINDS
 from viz.views import attention, examples, projector, reading, share
-from viz.vocab import KINDS
 
 TEXT = "a big dog runs in the park."
 TABS = ("attention", "decoding", "scaling")
@@ -34,8 +35,6 @@ def heatmap(fig: dict) -> dict:
 
 
 def z_of(trace: dict) -> np.ndarray:
-    from test_views import array
-
     return array(trace["z"])
 
 

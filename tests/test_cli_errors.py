@@ -1,5 +1,5 @@
 """A missing or corrupt model or run folder: every CLI answers with one line naming the file, exit code 2, and
-no traceback (issue #16 item 5). The app's loader raises the same one-line ``CheckpointError``."""
+no traceback. The app's loader raises the same one-line ``CheckpointError``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from model import diagnose, evaluate, export, train, translate
-from model.checkpoint import CheckpointError
-from model.inference import Translator
-from model.tokenizer import train_tokenizer
+from model.network.checkpoint import CheckpointError
+from model.network.inference import Translator
+from model.network.tokenizer import train_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 

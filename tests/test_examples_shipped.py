@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.inference import ASSETS, Translator
+from model.network.inference import ASSETS, Translator
 from viz.views import attention, examples, share
 
 

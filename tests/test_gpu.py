@@ -1,4 +1,4 @@
-"""The GPU path (float16 on CUDA) against the CPU (float32): issue #17, item 5.
+"""The GPU path (float16 on CUDA) against the CPU (float32): the same translations and maps.
 
 The comparison's code (``bench.gpu``) runs everywhere: here on the tiny model, the CPU against itself. The checks on
 a real GPU are skipped where there is none (CI has none): the shipped model's float16 maps sum to 1 within 1e-3,
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from bench import gpu
-from model.batching import attention_batch
-from model.heads import KINDS
-from model.inference import Translator
+from model.network.inference import Translator
+from model.serving.batches import attention_requests
+from model.terms import KINDS
 
 TEXTS = ["a dog runs.", "the red house in the park.", "a small child plays near the water ."]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here (CI has none)")
@@ -63,8 +63,8 @@ def on_gpu() -> Translator:
 def test_float16_maps_sum_to_one(on_gpu):
     assert on_gpu.dtype == torch.float16
     texts = gpu.sample(64)[0]
-    results = [on_gpu.attention(t) for t in texts[:16]] + attention_batch(on_gpu, [(t, None) for t in texts])
-    results += attention_batch(on_gpu, [(texts[0], gpu.sample(1)[1][0]), (texts[1], None)])  # teacher-forced too
+    results = [on_gpu.attention(t) for t in texts[:16]] + attention_requests(on_gpu, [(t, None) for t in texts])
+    results += attention_requests(on_gpu, [(texts[0], gpu.sample(1)[1][0]), (texts[1], None)])  # teacher-forced too
     for r in results:
         for kind in KINDS:
             sums = r.maps(kind).astype(np.float64).sum(-1)

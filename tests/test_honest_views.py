@@ -1,4 +1,4 @@
-"""Issue 20, without a server: figures that cannot be misread (the tiny model's results in, figures out).
+"""Views that cannot be misread, without a server: figures (the tiny model's results in, figures out).
 
 - the decoder's shift: which token each decoder row predicts, in the close-up's hover and beside the views;
 - masked cells drawn from the mask in the Attention tab's figures;
@@ -9,16 +9,16 @@
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 
 import numpy as np
 import pytest
 import torch
+from helpers.plotly import array
 
-from model.forcing import TokenProbs, token_probs
-from model.inference import Translator
+from model.network.inference import Translator
+from model.probes.forcing import TokenProbs, token_probs
 from viz.heatmaps import MASKED_HOVER
 from viz.probs import AGREE_COLOR, DISAGREE_COLOR, token_probs_spec
 from viz.views import attention, teacher
@@ -158,7 +158,7 @@ def test_forced_plot_shows_each_given_token_and_marks_disagreement(translator, f
     assert bars["type"] == "bar"
     ticks = [html.unescape(t) for t in fig["layout"]["xaxis"]["ticktext"]]
     assert ticks[-1] == "</s>" and len(ticks) == len(probs.tokens)
-    np.testing.assert_allclose(json_floats(bars["y"]), probs.probs, atol=1e-6)
+    np.testing.assert_allclose(array(bars["y"]), probs.probs, atol=1e-6)
     agree = [a == b for a, b in zip(probs.tokens, probs.top_tokens)]
     assert bars["marker"]["color"] == [AGREE_COLOR if a else DISAGREE_COLOR for a in agree]
     assert [bool(t) for t in bars["text"]] == [not a for a in agree]  # the model's choice above a disagreeing bar
@@ -166,13 +166,6 @@ def test_forced_plot_shows_each_given_token_and_marks_disagreement(translator, f
     assert "How likely the model finds each of your tokens" in fig["layout"]["title"]["text"]
     assert "teacher forcing" in html.unescape(fig["layout"]["meta"]["export"]["title"])
     assert teacher.forced_plot(greedy, None) is None and teacher.forced_plot(None, probs) is None
-
-
-def json_floats(value) -> np.ndarray:
-    """A plotly typed array ({"dtype", "bdata"}, as the figure travels) or a plain list, as numpy."""
-    if isinstance(value, dict):
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-    return np.asarray(value, dtype=np.float64)
 
 
 def test_token_probs_spec_rejects_what_is_not_a_probability():

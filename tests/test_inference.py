@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from model import evaluate, translate
-from model.data import read_lines
-from model.heads import head_mask_for
-from model.inference import MAX_TOKENS, AttentionResult, Translator, clean_text
+from model.network.heads import head_mask_for
+from model.network.inference import AttentionResult, Translator, clean_text
+from model.terms import MAX_TOKENS
+from model.training.data import read_lines
 
 ODD_INPUTS = [
     "A dog 🐕 runs 🏃‍♂️ in the park.",
@@ -225,11 +226,11 @@ def test_concurrent_ablations_never_change_the_shared_model(translator):
 
 
 def test_the_cpu_layout_changes_no_value_and_no_answer(tiny_model_dir, translator):
-    """On a CPU the Translator keeps its matrices transposed behind (out, in) views (model.checkpoint.
+    """On a CPU the Translator keeps its matrices transposed behind (out, in) views (model.network.checkpoint.
     transpose_matrices): the same values and shapes as the file's, the same translations and maps as the usual
     layout up to the summation order, beam search and a padded batch included."""
-    from model.batching import attention_batch, translate_batch
-    from model.checkpoint import load_model
+    from model.network.checkpoint import load_model
+    from model.serving.batches import attention_requests, translate_requests
 
     usual = load_model(tiny_model_dir)
     moved = dict(translator.model.named_parameters())
@@ -242,16 +243,16 @@ def test_the_cpu_layout_changes_no_value_and_no_answer(tiny_model_dir, translato
     plain = Translator(tiny_model_dir, "cpu")
     plain.model = usual
     texts = ["a dog runs.", "the big red house in the park near the water.", "a man sits."]
-    assert translate_batch(translator, texts) == translate_batch(plain, texts)
-    for a, b in zip(attention_batch(translator, [(t, None) for t in texts]),
-                    attention_batch(plain, [(t, None) for t in texts])):
+    assert translate_requests(translator, texts) == translate_requests(plain, texts)
+    for a, b in zip(attention_requests(translator, [(t, None) for t in texts]),
+                    attention_requests(plain, [(t, None) for t in texts])):
         assert a.target_ids == b.target_ids
         for kind in ("encoder_self", "decoder_self", "cross"):
             np.testing.assert_allclose(a.maps(kind), b.maps(kind), atol=1e-5)
 
 
 def test_transposing_keeps_a_shared_matrix_shared():
-    from model.checkpoint import transpose_matrices
+    from model.network.checkpoint import transpose_matrices
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
     model[1].weight = model[0].weight

@@ -1,4 +1,4 @@
-"""Issue #13 in the app: Runs' on-demand pieces, the "Inside a head" and "contributions" presenters, and the
+"""Inside a head, in the app: Runs' on-demand pieces, the "Inside a head" and "contributions" presenters, and the
 named endpoint /inside_head over raw HTTP (the tiny model; test_inside_head.py checks the numbers themselves).
 
 /inside_head must return exactly the pieces of the head /attention shows: its weights are /attention's row.
@@ -12,22 +12,22 @@ import math
 
 import numpy as np
 import pytest
-from raw_api import RawClient, api_info, arguments, served
-from test_app_api import array
+from helpers.plotly import array
+from helpers.raw_api import RawClient, api_info, arguments
 
-from model.cache import ByteLRU
-from model.inside import contribution_maps
-from model.replay import prepare, sentence_of
+from model.probes.inside import contribution_maps
+from model.probes.replay import prepare, sentence_of
+from model.serving.cache import ByteLRU
+from model.serving.runs import Runs
 from viz.views import attention, closeup
 from viz.views import contributions as measures
 from viz.views import inside_head as inside_view
-from viz.views.runs import Runs
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
 SOURCE = "a big dog runs in the park near the water."
 TARGET = "ein großer hund rennt in dem park."
-ISSUE_KEYS = {"query_token", "key_tokens", "q", "k", "v", "scores", "scale", "masked", "weights", "output",
+DOCUMENTED_KEYS = {"query_token", "key_tokens", "q", "k", "v", "scores", "scale", "masked", "weights", "output",
               "head_outputs", "sublayer_output", "layer_output", "contributions"}
 
 
@@ -123,16 +123,16 @@ def test_the_tab_follows_the_attention_tabs_view(runs, translator):
 
 # ------------------------------------------------------------------------------------ /inside_head, served
 @pytest.fixture(scope="module")
-def client(translator, request):
+def client(serve, request):
     counted = []
     real = Runs.contributions
     Runs.contributions = lambda self, *a: counted.append(a) or real(self, *a)  # counts them app-wide
     request.addfinalizer(lambda: setattr(Runs, "contributions", real))
-    with served(translator) as url:
-        client = RawClient(url)
-        client.contributions_computed, client.endpoints = counted, api_info(url)
-        yield client
-        client.close()
+    url = serve("tiny").url
+    client = RawClient(url)
+    client.contributions_computed, client.endpoints = counted, api_info(url)
+    yield client
+    client.close()
 
 
 def call(client, **given) -> dict | str:
@@ -143,13 +143,13 @@ def call(client, **given) -> dict | str:
 
 
 @pytest.mark.parametrize("target", ["", TARGET])
-def test_inside_head_has_the_issues_keys_and_attentions_row(client, target):
+def test_inside_head_has_the_documented_keys_and_attentions_row(client, target):
     maps = client.call("attention", [SOURCE, target, None]).data[0]
     for kind, layer, head in (("encoder_self", 1, 2), ("decoder_self", 2, 4), ("cross", 2, 1)):
         n_q = len(maps["source_tokens" if kind == "encoder_self" else "target_tokens"])
         for query in (0, n_q - 1):
             data = call(client, target=target, kind=kind, layer=layer, head=head, query=query)
-            assert isinstance(data, dict) and ISSUE_KEYS <= set(data), data
+            assert isinstance(data, dict) and DOCUMENTED_KEYS <= set(data), data
             np.testing.assert_allclose(data["weights"], maps[kind][layer - 1][head - 1][query], atol=2e-5)
             assert data["key_tokens"] == maps["target_tokens" if kind == "decoder_self" else "source_tokens"]
             assert data["masked"] == [kind == "decoder_self" and j > query for j in range(len(data["key_tokens"]))]

@@ -1,4 +1,4 @@
-"""model.inside, viz.inside and viz.views.inside_head: one head's pieces are the model's own numbers.
+"""model.probes.inside, viz.inside and viz.views.inside_head: one head's pieces are the model's own numbers.
 
 The forward-pass ground truth comes from hooks on the attention sub-layer's SublayerConnection while
 `Translator.attention` runs (greedy decoding runs one cached step per query, so the greedy cases check
@@ -16,9 +16,10 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from model.inference import ASSETS, KINDS, Translator
-from model.inside import contribution_maps, inside_head
-from model.replay import prepare
+from model.network.inference import ASSETS, Translator
+from model.probes.inside import contribution_maps, inside_head
+from model.probes.replay import prepare
+from model.terms import KINDS
 from viz import inside as figs
 from viz.encode import plotly_dict, plotly_json
 from viz.views.inside_head import InsideHeadView, inside_head_view, present, query_choices

@@ -1,6 +1,6 @@
 """The layers, checked in a fresh interpreter's ``sys.modules`` after importing every module, one by one:
 
-    model/           never imports viz, gradio (or the app and its benchmark)
+    model/           never imports viz, gradio (or the app and its benchmark); its rooms import downwards
     viz/ (drawing)   never imports gradio or torch: arrays and token lists in, figures out
     viz/views/       never imports gradio (the presenters may call the model, hence torch)
     app.py           importing it loads no model and changes no global state
@@ -11,6 +11,7 @@ one that brought it in.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -49,8 +50,23 @@ def first_offenders(names: list[str], forbidden: set[str], path: Path = ROOT) ->
 
 def test_model_never_imports_viz_or_gradio():
     names = modules("model")
-    assert "model.transformer" in names and "model.inference" in names
+    assert "model.network.transformer" in names and "model.network.inference" in names
     assert first_offenders(names, {"viz", "gradio", "app", "bench"}) == {}
+
+
+def test_the_models_rooms_import_downwards_only():
+    """network <- probes <- serving, training: no room imports a room above it (so there is no import circle
+    between rooms); ``model.terms`` imports nothing at all."""
+    allowed = {"network": {"network"}, "probes": {"network", "probes"},
+               "serving": {"network", "probes", "serving"}, "training": {"network", "probes", "training"}}
+    for room, rooms in allowed.items():
+        for path in sorted((ROOT / "model" / room).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("model."):
+                    target = node.module.split(".")[1]
+                    assert target in rooms | {"terms", "cli"}, f"{path.relative_to(ROOT)} imports {node.module}"
+    terms = ast.parse((ROOT / "model" / "terms.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(terms) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def test_viz_never_imports_gradio_and_draws_without_torch():
@@ -75,12 +91,12 @@ def test_the_check_names_the_module_that_imports(tmp_path):
 def test_importing_the_app_loads_no_model_and_changes_no_global_state():
     code = """
 import os, sys, torch
-import model.inference
+import model.network.inference
 
 def refuse(*args, **kwargs):
     raise AssertionError("importing app.py loaded a model")
 
-model.inference.Translator.__init__ = refuse
+model.network.inference.Translator.__init__ = refuse
 torch.set_num_threads(2)
 environ = dict(os.environ)
 import app

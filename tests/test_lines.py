@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from model.inference import Translator
+from model.network.inference import Translator
 from viz.encode import plotly_dict, plotly_json
 from viz.lines import ALL_HEADS, HEAD_COLORS, LEVELS, LINE_META, THRESHOLD, TOKEN_META, head_color, lines_spec
 
@@ -102,14 +101,11 @@ def test_projector_and_dark_mode_friendly():
     go.Figure(spec)  # a valid plotly figure (plotly validates every property)
 
 
-def test_sixty_tokens_a_side_is_quick_and_bounded():
+def test_sixty_tokens_a_side_is_bounded():
     w = softmax_maps((6, 8, 60, 60), sharpness=2.0)
     tokens = [f"▁word{i}" for i in range(60)]
-    start = time.perf_counter()
     spec = lines_spec(w, tokens, tokens, 3, ALL_HEADS)
     size = len(plotly_json(spec))
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5  # ~10 ms measured; generous for a busy 2-core machine
     assert len(spec["data"]) <= 8 * LEVELS + 8 + 2
     n_lines = sum(len(tr["meta"]["attnLines"]["q"]) for tr in line_traces(spec))
     assert n_lines <= 8 * 60 / THRESHOLD  # at most 20 weights >= 0.05 per softmax row

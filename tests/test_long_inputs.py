@@ -1,4 +1,4 @@
-"""Long sentences stay readable (issue #16 item 7), without a browser: the close-up's focus and its tick labels.
+"""Long sentences stay readable, without a browser: the close-up's focus and its tick labels.
 
 - ``focus_map``: a token range keeps the model's weights and the tokens' own positions; hiding <s>/</s>
   renormalises every row over the keys that remain (recomputed here); the title says what changed.
@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-import base64
 import math
 
 import numpy as np
 import pytest
+from helpers.plotly import array
 
-from model.inference import Translator
+from model.network.inference import Translator
 from viz.heatmaps import detail_spec
 from viz.views import attention
 from viz.views.focus import (
@@ -28,14 +28,6 @@ from viz.views.focus import (
 )
 
 SENTENCE = "a big dog runs in the park near the water and a small child plays in the street."
-
-
-def array(value) -> np.ndarray:
-    """A plotly typed array {"dtype", "bdata", "shape"} (or a plain list) as numpy."""
-    if isinstance(value, dict):
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        return arr.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else arr
-    return np.asarray(value)
 
 
 @pytest.fixture(scope="module")

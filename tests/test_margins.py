@@ -1,4 +1,4 @@
-"""viz.margins: the margins the server works out for the overview and the close-up (issue #17: drawn once).
+"""viz.margins: the margins the server works out for the overview and the close-up (so that each is drawn once).
 
 The page script's use of them (angle for the plot's width, autoexpand off) and that nothing is cut in Chromium:
 tests/test_browser_margins.py.

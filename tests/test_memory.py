@@ -1,4 +1,4 @@
-"""Memory stays bounded whatever the number of sessions (issue #16.1), through the raw HTTP API.
+"""Memory stays bounded whatever the number of sessions, through the raw HTTP API.
 
 The app is served in-process as ``app.launch`` serves it, with a 4 MB result cache. Sixty fresh sessions (raw
 /gradio_api/call without a session hash: each call is a new session, as a crawler's would be) each visualise
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from bench.capacity import distinct_text
-from bench.common import GradioHTTP, free_port, read_status_kb
-from model.cache import MB, nbytes
-from model.inference import Translator
-from viz.views.runs import AttentionKey, Runs, SessionResult
+from bench.common import GradioHTTP, read_status_kb
+from model.network.inference import Translator
+from model.serving.cache import MB, nbytes
+from model.serving.runs import AttentionKey, Runs, SessionResult
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
@@ -29,17 +29,10 @@ SESSIONS = 60
 
 
 @pytest.fixture(scope="module")
-def served():
-    import app
-
-    with pytest.MonkeyPatch.context() as patch:  # the budget is read when the app is built
-        patch.setenv("ATTN_CACHE_MB", str(BUDGET_MB))
-        demo = app.create_app(app.load_translator())
-    app.launch(demo, prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
-    try:
-        yield SimpleNamespace(demo=demo, client=GradioHTTP(demo.local_url))
-    finally:
-        demo.close()
+def served(serve):
+    """The shipped model served in this process with a BUDGET_MB result cache, and a raw-HTTP client."""
+    app = serve("shipped", env={"ATTN_CACHE_MB": str(BUDGET_MB)})
+    return SimpleNamespace(demo=app.demo, client=GradioHTTP(app.url))
 
 
 def visualise(served, i: int, session_hash: str | None = None) -> list:
@@ -90,7 +83,7 @@ def test_a_session_whose_result_was_evicted_gets_its_views_again(served):
 
 
 def test_runs_recompute_an_evicted_result_identically(tiny_model_dir):
-    from model.cache import ByteLRU
+    from model.serving.cache import ByteLRU
 
     runs = Runs(Translator(tiny_model_dir, device="cpu"), cache=ByteLRU(1))  # nothing fits: always recomputed
     session, result = runs.session("a dog runs in the park.", " ein hund rennt ")

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from model.config import MULTI30K_SMALL, PAPER_BASE, TINY, TransformerConfig
-from model.decode import beam_search, greedy_decode
-from model.heads import check_head_mask, head_mask_for
-from model.transformer import (
+from model.network.config import MULTI30K_SMALL, PAPER_BASE, TINY, TransformerConfig
+from model.network.decode import beam_search, greedy_decode
+from model.network.heads import check_head_mask, head_mask_for
+from model.network.transformer import (
     AttentionMaps,
     EncoderDecoder,
     MultiHeadAttention,

@@ -1,4 +1,4 @@
-"""model.scaling and viz.scaling: footnote 4's variance, softmax saturation, attention entropy, the figures."""
+"""model.probes.scaling and viz.scaling: footnote 4's variance, softmax saturation, attention entropy, the figures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from model import scaling as S
+from model.probes import scaling as S
 from viz import scaling as V
 
 torch.set_num_threads(1)
@@ -254,7 +254,7 @@ def test_number_formatting():
 
 
 @pytest.mark.parametrize(
-    ("module", "forbidden"), [("viz.scaling", ("torch", "gradio")), ("model.scaling", ("gradio", "plotly"))]
+    ("module", "forbidden"), [("viz.scaling", ("torch", "gradio")), ("model.probes.scaling", ("gradio", "plotly"))]
 )
 def test_layering(module, forbidden):
     code = f"import sys, {module}; bad = [m for m in {forbidden!r} if m in sys.modules]; assert not bad, bad"

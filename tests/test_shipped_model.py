@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.checkpoint import load_config
-from model.inference import ASSETS, Translator
-from model.params import parameter_breakdown
-from model.scaling import attention_entropy
-from model.transformer import EncoderDecoder, count_parameters
+from model.network.checkpoint import load_config
+from model.network.inference import ASSETS, Translator
+from model.network.params import parameter_breakdown
+from model.network.transformer import EncoderDecoder, count_parameters
+from model.probes.scaling import attention_entropy
 
 SENTENCES = ["Two dogs are running through the snow.", "A man in a blue shirt is playing the guitar on the street."]
 

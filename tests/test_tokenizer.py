@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from model.tokenizer import BYTE_FALLBACK_MIN_VOCAB, readable_bytes, train_tokenizer
+from model.network.tokenizer import BYTE_FALLBACK_MIN_VOCAB, readable_bytes, train_tokenizer
 
 TEXT = ["a dog runs in the park .", "ein hund rennt im park .", "the small child plays near the water ."] * 40
 
@@ -35,8 +35,8 @@ def test_invalid_utf8_bytes_keep_their_names():
 
 
 def test_the_shipped_tokenizer_has_byte_fallback_and_its_card_says_so():
-    from model.inference import ASSETS
-    from model.tokenizer import Tokenizer
+    from model.network.inference import ASSETS
+    from model.network.tokenizer import Tokenizer
 
     tok = Tokenizer(ASSETS / "tokenizer.model")
     assert tok.byte_fallback and tok.sp.unk_id() not in tok.encode("a <b> 🙂 Œuvre ½")

@@ -5,7 +5,6 @@ Every number a figure shows is checked against the model's own maps, recomputed 
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
@@ -14,17 +13,18 @@ from pathlib import Path
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from helpers.plotly import array
 
-from model.inference import KINDS as MODEL_KINDS
-from model.inference import Translator
+from model.network.inference import Translator
+from model.serving.runs import Runs
+from model.terms import KINDS
 from viz.architecture import figure1_svg
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
 from viz.views import architecture, attention, scaling
 from viz.views.exports import ExportFolder
 from viz.views.figure import Figure, finish_figure
 from viz.views.model_card import model_card
-from viz.views.runs import Runs
-from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS
+from viz.vocab import AXIS_LABELS, KIND_LABELS
 
 TEXT = "a big dog runs in the park."
 
@@ -39,14 +39,6 @@ def result(translator):
     return translator.attention(TEXT)
 
 
-def array(value) -> np.ndarray:
-    """A plotly typed array {"dtype", "bdata", "shape"} (or a plain list) as numpy."""
-    if isinstance(value, dict):
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        return arr.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else arr
-    return np.asarray(value)
-
-
 def heatmaps(fig: Figure) -> list[dict]:
     return [t for t in fig["data"] if t["type"] == "heatmap"]
 
@@ -58,7 +50,6 @@ def entropy(maps: np.ndarray) -> np.ndarray:
 
 
 def test_the_views_speak_the_models_kinds():
-    assert KINDS == MODEL_KINDS
     assert set(KIND_LABELS) == set(AXIS_LABELS) == set(KINDS)
     assert [kind for _, kind in attention.KIND_CHOICES] == list(KINDS)
 
@@ -245,4 +236,4 @@ def test_runs_wrap_every_model_call_and_cache_the_trained_model(translator):
     assert not forced.teacher_forced and forced.scale == 1.0
     assert runs.translate(TEXT, 1) == translator.translate(TEXT, beam=1)
     assert runs.trained(TEXT) is runs.trained(TEXT)  # computed once per sentence
-    assert wrapped == ["attention", "translate", "attention"]
+    assert wrapped == ["_attention", "_translate", "_attention"]

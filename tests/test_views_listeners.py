@@ -12,8 +12,9 @@ import pytest
 from gradio.utils import get_type_hints
 
 import app
-from model.cache import ByteLRU
-from model.inference import Translator
+from model.network.inference import Translator
+from model.serving.cache import ByteLRU
+from model.serving.runs import Runs
 from viz.views import (
     api,
     architecture,
@@ -28,7 +29,6 @@ from viz.views import contributions as measures
 from viz.views import decode_steps as decoding
 from viz.views import head_analysis as heads_view
 from viz.views import inside_head as inside_view
-from viz.views.runs import Runs
 from viz.views.updates import SKIP, Update, open_tab, skipped
 
 TEXT = "a big dog runs in the park."

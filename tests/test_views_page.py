@@ -14,9 +14,10 @@ import pytest
 from gradio.components.plot import PlotData
 
 import app
-from model.inference import Translator
+from model.network.inference import Translator
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL, overview_spec
 from viz.views.figure import finish_figure
+from viz.views.page import SCRIPTS, WEB
 
 ENDPOINTS = {"visualise", "render_views", "render_detail", "export", "figure1", "scaling_live", "scaling_variance",
              "scaling_saturation", "translate", "attention"}
@@ -28,13 +29,21 @@ def demo(tiny_model_dir) -> gr.Blocks:
 
 
 def test_the_page_script_reads_exactly_the_contract_app_py_writes(demo):
-    script = (app.WEB / "app.js").read_text(encoding="utf-8")
-    assert set(re.findall(r"\bpage\.(\w+)", script)) == set(app.PAGE)
+    script = app.page_script()
+    assert set(re.findall(r"(?<![\w./])page\.(\w+)", script)) == set(app.PAGE)  # not viz.views.page.X, web/page.js
     elem_ids = {block.elem_id for block in demo.blocks.values()}
     for key in ("overview", "tileClick", "figure1", "blockClick"):
         assert app.PAGE[key] in elem_ids, key
     assert (app.PAGE["layerLabel"], app.PAGE["headLabel"]) == (LAYER_LABEL, HEAD_LABEL)
-    assert app.page_script().endswith(f")({json.dumps(app.PAGE)})") and script.strip() in app.page_script()
+    assert script.endswith(f")({json.dumps(app.PAGE)})")
+
+
+def test_the_page_script_is_every_file_of_assets_web_in_order():
+    """One file per feature under assets/web/, each in the script once, in the order of ``SCRIPTS``."""
+    script = app.page_script()
+    assert sorted(SCRIPTS) == sorted(path.name for path in WEB.glob("*.js")) and SCRIPTS[0] == "page.js"
+    at = [script.index((WEB / name).read_text(encoding="utf-8").strip()) for name in SCRIPTS]
+    assert at == sorted(at)
 
 
 def test_the_label_patterns_read_layer_and_head_off_the_overview():

@@ -1,11 +1,11 @@
 """viz.heatmaps and viz.encode: shapes, labels, escaping, payload size and the shape contract. numpy only, no torch."""
 
-import base64
 import json
 import re
 
 import numpy as np
 import pytest
+from helpers.plotly import array
 
 from viz.encode import plotly_dict, plotly_json, typed_array
 from viz.heatmaps import (
@@ -351,10 +351,11 @@ def test_typed_array_round_trips_and_narrows_integers_like_plotly():
     ]:
         spec = typed_array(arr)
         assert spec["dtype"] == code
-        back = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.dtype(code).newbyteorder("<"))
         if arr.ndim > 1:
             assert spec["shape"] == ", ".join(map(str, arr.shape))
-        np.testing.assert_array_equal(back.reshape(arr.shape), arr)
+        back = array(spec)
+        assert back.dtype == np.dtype(code).newbyteorder("<") and back.shape == arr.shape
+        np.testing.assert_array_equal(back, arr)
     assert typed_array(np.array(["a", "b"], dtype=object)) == ["a", "b"]
     assert typed_array(np.array([], dtype=np.int64)) == []
 
@@ -364,7 +365,7 @@ def test_plotly_json_refuses_what_plotly_js_cannot_read():
         plotly_json({"data": [{"x": {1, 2}}]})
 
 
-# ---------------------------------------------------------------- issue 20: punctuation, masked cells, predictions
+# ---------------------------------------------------------- honest views: punctuation, masked cells, predictions
 @pytest.mark.parametrize(
     "piece, shown",
     [(".", "."), (",", ","), ("!?", "!?"), ('"', "&#34;"), ("\u00bb", "\u00bb"), ("\u2581.", "."),
@@ -469,8 +470,9 @@ def test_detail_hover_names_the_token_each_row_predicts():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_a_100_token_close_up_keeps_its_column_labels_a_line_apart_on_a_390_px_phone(causal):
-    """Issue #16 item 7: at 390×844 the close-up's plot area is ~158 px (measured: 326-px figure, rows labelled with
-    8-letter words); the thinning must hold for that, for longer row labels and beside the masked cells' legend."""
+    """Long sentences stay readable: at 390×844 the close-up's plot area is ~158 px (measured: 326-px figure, rows
+    labelled with 8-letter words); the thinning must hold for that, for longer row labels and beside the masked
+    cells' legend."""
     from viz.views.focus import LINE_HEIGHT, PHONE_FIGURE_PX, columns_px, thin_ticks
 
     n = 100

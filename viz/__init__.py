@@ -2,5 +2,5 @@
 
 The drawing modules (``viz/*.py``) need neither gradio nor torch. ``viz/views/`` holds one presenter per tab
 (a result and the tab's choices in, finished figures and text out); presenters may call the model through
-``viz.views.runs.Runs``. Nothing in ``viz`` imports gradio (``tests/test_layering.py``).
+``model.serving.runs.Runs``. Nothing in ``viz`` imports gradio (``tests/test_layering.py``).
 """

@@ -26,9 +26,9 @@ import math
 import re
 from xml.sax.saxutils import escape
 
-from model.config import TransformerConfig
-from model.params import format_count, parameter_breakdown
-from viz.vocab import KINDS
+from model.network.config import TransformerConfig
+from model.network.params import format_count, parameter_breakdown
+from model.terms import KINDS
 
 FONT = "system-ui, sans-serif"
 COLORS = {  # close to the paper's palette; used only as translucent fills and outlines

@@ -49,6 +49,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from model.terms import WORD_MARKER
 from viz.margins import COLORBAR_XPAD
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
@@ -67,7 +68,7 @@ _BAND_PX = 14  # blank band above each tile row, room for the "L1 H1" tile label
 _OVERVIEW_TOKEN_LEN = 16  # tokens are shortened harder in the overview hover labels
 _OVERVIEW_LABEL_BUDGET = 14_000  # characters of row/column labels before falling back to positions only
 # The overview's row and column labels begin "L<layer> query " and "H<head> key " (1-based); the page script
-# (assets/web/app.js, given these patterns by app.py) reads a clicked tile's layer and head from them.
+# (assets/web/overview.js, given these patterns by app.py) reads a clicked tile's layer and head from them.
 LAYER_LABEL = r"^L(\d+) query "
 HEAD_LABEL = r"^H(\d+) key "
 
@@ -85,13 +86,13 @@ def escape_token(piece: str, max_len: int = 24) -> str:
         raise ValueError(f"max_len must be at least 2, got {max_len}")
     if _SPECIAL.fullmatch(piece):
         text = piece
-    elif piece.startswith("\u2581"):
+    elif piece.startswith(WORD_MARKER):
         text = piece[1:] or "\u2423"
     elif _is_punctuation(piece):  # "." "," "!" '"': read as punctuation, not as half a word
         text = piece
     else:
         text = "\u00b7" + piece
-    text = text.replace("\u2581", " ")
+    text = text.replace(WORD_MARKER, " ")
     text = "".join("\ufffd" if _is_control(ch) else ch for ch in text)
     if len(text) > max_len:
         text = text[: max_len - 1] + "\u2026"

@@ -1,4 +1,4 @@
-"""Figure specs for "inside one head": a `model.inside.HeadInside` -> plotly specs, one per step of §3.2.1–3.2.2.
+"""Figure specs for "inside one head": a `model.probes.inside.HeadInside` -> plotly specs, one per step of §3.2.1–3.2.2.
 
 Each labelled with the paper's symbol and its shape:
   projections_spec    (a) x -> q = x W^Q_i, K = x_kv W^K_i, V = x_kv W^V_i   (small heatmaps, values on hover)
@@ -29,7 +29,7 @@ from viz.scaling import SCALED_COLOR, UNSCALED_COLOR
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:  # viz never imports torch at run time
-    from model.inside import HeadInside
+    from model.probes.inside import HeadInside
 
 DIVERGING = [[0.0, "#2166ac"], [0.17, "#67a9cf"], [0.33, "#d1e5f0"], [0.5, "#f7f7f7"], [0.67, "#fddbc7"],
              [0.83, "#ef8a62"], [1.0, "#b2182b"]]  # ColorBrewer RdBu, blue = negative

@@ -18,7 +18,7 @@ Encoding (plotly cannot vary opacity within one trace, and one trace per line is
   is n / LEVELS, the alpha of its line colour (rgba): an opacity on the trace would be a group opacity,
   which Chromium composites as a dark veil over a dark page. The token columns carry
   ``meta = {TOKEN_META: "q" | "k"}`` and ``customdata`` = the token index (``LINE_META``, ``TOKEN_META``).
-  The page script (assets/web/app.js) reads these to show only one token's lines on hover or click: plotly
+  The page script (assets/web/lines.js) reads these to show only one token's lines on hover or click: plotly
   draws each segment as its own ``path.js-line``, in this order, and the script hides the others.
 
 Colours: the Okabe–Ito palette (colour-blind safe), its black replaced by grey so that it shows on a
@@ -43,7 +43,7 @@ ROW_PX = 24  # vertical pitch of one token row
 LEGEND_PX = 72  # bottom margin for the heads' legend: two rows of entries (a phone), under the axis titles' ends
 LINE_PX = 2
 
-# The page script's contract (assets/web/app.js shows only a hovered or clicked token's lines): the names of the
+# The page script's contract (assets/web/lines.js shows only a hovered or clicked token's lines): the names of the
 # trace ``meta`` entries it reads.
 LINE_META = "attnLines"  # on each line trace: {"head", "level", "q": [...], "k": [...]}
 TOKEN_META = "attnTokens"  # on each token column: "q" or "k"; its customdata is the token index

@@ -1,10 +1,10 @@
-"""Margins worked out here, so that the browser draws a heatmap once (issue #17: click → overview drawn).
+"""Margins worked out here, so that the browser draws a heatmap once (click → overview drawn).
 
 Plotly sizes a figure's margins itself (``automargin`` axes, and every colour bar or legend "pushes" the
 margins while Gradio's Plot turns ``margin.autoexpand`` on): it draws the figure, measures its tick labels,
-colour bar and legend, grows the margins and draws it again (README "Benchmark": what this saved a click).
+colour bar and legend, grows the margins and draws it again (bench/RESULTS.md: what this saved a click).
 ``fit(spec)`` works the margins out from the figure's own labels and fonts instead and writes them into
-``layout.meta.margins``; the page script (assets/web/app.js) picks the column labels' angle for the plot's
+``layout.meta.margins``; the page script (assets/web/draw.js) picks the column labels' angle for the plot's
 width at draw time, sets those margins and turns ``autoexpand`` off. Elsewhere (a plotly figure built from the
 API's JSON) plotly sizes the margins as ever: ``layout.margin`` keeps the smallest of them.
 

@@ -1,6 +1,6 @@
 """A translation token by token, as the model sees it: one bar per token, its probability under teacher forcing.
 
-Input (``model.forcing.TokenProbs``, as plain lists here): per decoder row i, the token it was given to
+Input (``model.probes.forcing.TokenProbs``, as plain lists here): per decoder row i, the token it was given to
 predict, the model's probability of it, and the model's own first choice with its probability. A bar's
 height is the probability of the given token (0..1); its colour says whether the model would have chosen
 that token itself (blue) or another one (orange, and the model's choice is written above the bar), so a

@@ -1,6 +1,6 @@
 """Figures and read-aloud text for the "Why 1/√d_k" tab (§3.2.1 and footnote 4).
 
-Inputs are the plain dicts and numpy arrays that ``model.scaling`` returns (this module imports neither
+Inputs are the plain dicts and numpy arrays that ``model.probes.scaling`` returns (this module imports neither
 torch nor gradio): ``dot_product_variance`` -> variance_figure/variance_text, ``dot_product_samples`` ->
 histogram_figure/histogram_text, ``saturation_example`` -> weights_figure/weights_text,
 ``saturation_curves`` -> curves_figure/curves_text, and two ``attention_entropy`` (L, H) arrays ->

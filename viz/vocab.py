@@ -3,20 +3,15 @@
 Imports nothing (no torch, no gradio, no plotly), so any module may use it, and it is cheap to import
 before gradio (the offline settings must be in the environment before gradio is imported).
 
-Kinds of attention: the three attention sub-layers of §3.1, named as ``model.inference.AttentionResult``
-names its arrays (``tests/test_views.py`` checks that ``KINDS`` is the model's). For each kind, its rows
-(queries) and columns (keys) come from:
-
-    encoder_self   source tokens       -> source tokens
-    decoder_self   decoder positions   -> decoder positions (masked: row i sees columns <= i)
-    cross          decoder positions   -> source tokens (K and V from the encoder output)
+The kinds of attention themselves, the input limit and the special pieces are the model's words: ``model.terms``
+(also torch-free). Here are the page's: how each kind is named, what its axes hold, the head selectors' mean, the
+text boxes' limit, the figures' colours, and the offline settings.
 """
 
 from __future__ import annotations
 
 import os
 
-KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_LABELS = {
     "encoder_self": "Encoder self-attention",
     "decoder_self": "Decoder self-attention (masked)",
@@ -27,6 +22,9 @@ AXIS_LABELS = {  # (rows, columns) of each kind's maps: (query side, key side)
     "decoder_self": ("decoder position: input token (query)", "decoder position (key)"),
     "cross": ("decoder position: input token (query)", "source token (key)"),
 }
+
+MEAN = 0  # the head selectors' "mean over heads" (an API's null means it too)
+MAX_CHARS = 2000  # per sentence, as the page's text boxes allow (the model reads the first MAX_TOKENS tokens)
 
 # Figures: transparent backgrounds and mid-grey text read on light and dark pages alike.
 TEXT_COLOR = "#888888"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from model.analysis import head_stats_payload
+from model.probes.analysis import head_stats_payload
 from viz.views import inputs
 from viz.views import inside_head as inside_view
 
 if TYPE_CHECKING:
-    from viz.views.runs import Runs
+    from model.serving.runs import Runs
 
 
 def translate(runs: Runs, text: str, beam: float = 4) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from model.terms import KINDS
 from viz.architecture import figure1_svg
 from viz.views.attention import check_view
 from viz.views.updates import SKIP, Update, open_tab
-from viz.vocab import KINDS
 
 if TYPE_CHECKING:
-    from model.config import TransformerConfig
-    from model.inference import AttentionResult
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
 
 INTRO = ("Figure 1 and Figure 2 of the paper, drawn from the running model's configuration. Hover a block for its "
          "size; click an attention block to see its heatmaps.")

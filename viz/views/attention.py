@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from model.terms import KINDS
 from viz import margins
 from viz.heatmaps import detail_spec, overview_spec
 from viz.views import projector
@@ -17,14 +18,14 @@ from viz.views.context import DECODER_KINDS, export_title, next_tokens, with_exp
 from viz.views.exports import ExportFolder
 from viz.views.figure import Figure, finish_figure
 from viz.views.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
-from viz.views.inputs import MEAN, check_beam, check_head, check_kind, check_layer, check_scale, check_text  # noqa: F401
+from viz.views.inputs import check_beam, check_head, check_kind, check_layer, check_scale, check_text  # noqa: F401
 from viz.views.updates import SKIP, Update
-from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS
+from viz.vocab import AXIS_LABELS, KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
-    from model.config import TransformerConfig
-    from model.inference import AttentionResult
-    from viz.views.runs import Runs, SessionResult
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
+    from model.serving.runs import Runs, SessionResult
 
 KIND_CHOICES = [(label, kind) for kind, label in KIND_LABELS.items()]
 EXAMPLES = [  # captions like the training data, then everyday sentences it has rarely seen

@@ -1,4 +1,4 @@
-"""Issue #19 on the Attention tab: a link opens its view (``viz.views.share``), an example opens its view with its
+"""The classroom on the Attention tab: a link opens its view (``viz.views.share``), an example opens its view with its
 caption (``viz.views.examples``). Both run ``attention.visualise`` in the same event, so that no figure ever shows
 an older sentence than the controls.
 
@@ -16,7 +16,7 @@ from viz.views import attention, examples, projector, share
 from viz.views.updates import Update, open_tab, skipped
 
 if TYPE_CHECKING:
-    from viz.views.runs import Runs
+    from model.serving.runs import Runs
 
 CONTROLS = ("source", "target", "kind", "layer", "head", "present", "colour")  # the Attention tab's, in this order
 N_OUTPUTS = len(CONTROLS) + 1 + len(attention.Visualised._fields)  # the controls, the guide, what a run shows

@@ -16,8 +16,8 @@ from viz.views.focus import check_focus
 from viz.views.updates import SKIP, Update
 
 if TYPE_CHECKING:
-    from model.config import TransformerConfig
-    from model.inference import AttentionResult
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
 
 
 def views(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,

@@ -4,7 +4,7 @@
   row, the token it predicts (the hover of the close-up shows it) and ``shift_note`` says it beside the views.
 - Exports: a figure saved as PNG or SVG leaves the page, and with it the sentence box, the kind radio and the
   sliders that said what it shows. ``with_export`` puts that context into the figure, as
-  ``layout.meta.export``: the page script (assets/web/app.js, ``exportLayout``) draws the exported copy with
+  ``layout.meta.export``: the page script (assets/web/export.js, ``exportLayout``) draws the exported copy with
   ``title`` as its title, an opaque white background and dark text, and, given ``categoryTicks``, the tokens
   as tick labels (the overview's hover labels "L1 query 3: Hunde" -> "Hunde"). The screen keeps its own.
 """
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from model.terms import EOS_PIECE
 from viz.heatmaps import _escape_text
 from viz.views.figure import Figure
 
 if TYPE_CHECKING:
-    from model.inference import AttentionResult
+    from model.network.inference import AttentionResult
 
-EOS_PIECE = "</s>"
 CUT_OFF = "…"  # what the last row of a translation cut off at the length limit predicts: not among the rows
 DECODER_KINDS = ("decoder_self", "cross")  # their rows are decoder positions
 EXPORT_TEXT_CHARS = 70  # a sentence in an export title is cut to this many characters

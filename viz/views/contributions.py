@@ -2,7 +2,7 @@
 
 ``WEIGHTS``: the heatmaps show α, the softmax's weights, as the model returned them. ``CONTRIBUTIONS``: they
 show ‖α_j v_j W^O_h‖, how far key j moves head h's share of the sub-layer output, normalised per row
-(``model.inside.contribution_maps``; the app passes ``Runs.contributions(result, kind)``, cached per sentence).
+(``model.probes.inside.contribution_maps``; the app passes ``Runs.contributions(result, kind)``, cached per sentence).
 They are computed when asked for, for one kind: never while ``/visualise`` runs. The figures are the
 Attention tab's own (``viz.views.closeup`` draws them: ``measured`` hands it the contributions in place of the
 weights, ``relabel`` makes the colour bar, the hover and the title say so). The public endpoints keep drawing
@@ -20,7 +20,7 @@ from viz.views.figure import Figure
 if TYPE_CHECKING:
     import numpy as np
 
-    from model.inference import AttentionResult
+    from model.network.inference import AttentionResult
 
 WEIGHTS, CONTRIBUTIONS = "weights", "contributions"
 CHOICES = [("weights α", WEIGHTS), ("contributions ‖α·v·W^O‖", CONTRIBUTIONS)]

@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from model.terms import WORD_MARKER
 from viz.heatmaps import TEXT_COLOR, TRANSPARENT, _escape_text, escape_token
 from viz.lines import ALL_HEADS, lines_spec
 from viz.views.figure import Figure, finish_figure
 from viz.views.inputs import check_text
 from viz.views.updates import Update, skipped
-from viz.vocab import AXIS_LABELS, KIND_LABELS
+from viz.vocab import AXIS_LABELS, KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only
-    from model.inference import AttentionResult
-    from model.steps import DecodeSteps
+    from model.network.inference import AttentionResult
+    from model.probes.steps import DecodeSteps
 
-MEAN = 0  # the head selector's "mean over heads"
 BAR_COLOR = "#56B4E9"  # Okabe–Ito sky blue: shows on light and dark pages
 CHOSEN_COLOR = "#E69F00"  # Okabe–Ito orange
 MASKED_COLOR = "#999999"
@@ -217,7 +217,7 @@ def hidden_spec(t: int) -> dict:
 
 def prefix_text(tokens: list[str]) -> str:
     """Pieces joined as text ("▁" starts a word); the leading BOS shown as <s>."""
-    return "".join(tokens).replace("\u2581", " ").strip()
+    return "".join(tokens).replace(WORD_MARKER, " ").strip()
 
 
 def step_markdown(steps: DecodeSteps, t: int, layer: int, head: int, reveal: bool) -> str:

@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from viz.views.context import EOS_PIECE as EOS
+from model.terms import EOS_PIECE as EOS
+from model.terms import WORD_MARKER
 from viz.views.context import next_tokens
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:
-    from model.inference import AttentionResult
+    from model.network.inference import AttentionResult
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def find(text: str, kind: str, layer: int, head: int) -> Example | None:
 
 def shown_token(piece: str) -> str:
     """A piece as captions name it: without the "▁" word marker."""
-    return piece.replace("\u2581", "")
+    return piece.replace(WORD_MARKER, "")
 
 
 def _position(tokens: list[str], word: str, side: str) -> int:

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from viz.views.inputs import MAX_TOKENS, whole_number
+from model.terms import BOS_PIECE, EOS_PIECE, MAX_TOKENS
+from viz.views.inputs import whole_number
 
-SPECIAL = ("<s>", "</s>")  # BOS (first decoder position) and EOS (last source token)
+SPECIAL = (BOS_PIECE, EOS_PIECE)  # BOS (first decoder position) and EOS (last source token)
 LONG_TOKENS = 30  # more tokens than this on an axis: upright column labels, thinned as needed
 PHONE_FIGURE_PX = 320  # the close-up's width on a 390-px phone (326 px measured in Chromium)
 COLORBAR_PX = 88  # the colour bar with its tick labels and title, right of the plot (viz.margins' right margin)

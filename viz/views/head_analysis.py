@@ -3,7 +3,7 @@
   stats_grid_plot     per kind a layers × heads grid coloured by one statistic, each cell labelled with the
                       head's role; every cell's customdata is [kind, layer, head] (1-based), so a click can
                       open that head on the Attention tab (``cell_from_click`` reads the page's message)
-  analysis_markdown   what the statistics mean and the role rule (its thresholds from ``model.analysis``)
+  analysis_markdown   what the statistics mean and the role rule (its thresholds from ``model.probes.analysis``)
   ablation_markdown   the sentence and the sample's BLEU/chrF with and without the switched-off heads
   ranking_markdown    the shipped ranking's top heads (``assets/head_ranking.json``)
   rollout_plots       raw attention (mean over heads) beside its rollout, for the encoder and for cross-attention
@@ -22,18 +22,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from model.analysis import STAT_LABELS, STATS, applies, role_rule_markdown, rollout, sentence_stats, source_relevance
+from model.probes.analysis import (
+    STAT_LABELS,
+    STATS,
+    applies,
+    role_rule_markdown,
+    rollout,
+    sentence_stats,
+    source_relevance,
+)
+from model.terms import KINDS
 from viz.heatmaps import COLORSCALE, HEAD_LABEL, LAYER_LABEL, detail_spec
 from viz.views.attention import overview_plot
 from viz.views.decode_steps import md_escape
 from viz.views.figure import Figure, finish_figure
 from viz.views.updates import open_tab, skipped
-from viz.vocab import AXIS_LABELS, KIND_LABELS, KINDS, TEXT_COLOR, TRANSPARENT
+from viz.vocab import AXIS_LABELS, KIND_LABELS, TEXT_COLOR, TRANSPARENT
 
 if TYPE_CHECKING:
-    from model.ablation import AblationResult
-    from model.analysis import HeadStats
-    from model.inference import AttentionResult
+    from model.network.inference import AttentionResult
+    from model.probes.ablation import AblationResult
+    from model.probes.analysis import HeadStats
 
 INTRO = (
     "Which of the heads matter, and what do they do? A grid per kind of attention colours every head by one "
@@ -304,7 +313,7 @@ def rollout_plots(result: AttentionResult | None, layer) -> tuple[Figure | None,
     """(encoder raw, encoder rollout, cross raw, cross through the encoder rollout) at ``layer`` (1..N); four
     Nones before the session has a result.
 
-    Raw = the mean of the layer's heads; rollout as ``model.analysis.rollout`` / ``source_relevance``. Each map
+    Raw = the mean of the layer's heads; rollout as ``model.probes.analysis.rollout`` / ``source_relevance``. Each map
     is coloured from 0 to its own largest weight (the title says which).
     """
     if result is None:

@@ -22,14 +22,12 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from viz.vocab import KINDS
+from model.terms import KINDS
+from viz.vocab import MAX_CHARS, MEAN
 
 if TYPE_CHECKING:
-    from model.config import TransformerConfig
+    from model.network.config import TransformerConfig
 
-MEAN = 0  # the head selector's "mean over heads" (null means it too)
-MAX_CHARS = 2000  # per sentence, as the page's text boxes allow (the model reads the first 100 tokens)
-MAX_TOKENS = 100  # tokens a side the model reads (model.inference.MAX_TOKENS; this module needs no torch)
 MAX_BEAM = 8
 MAX_SCALE = 100.0
 LOG2_DK_RANGE = (0, 10)  # d_k = 1 … 1024 in the footnote-4 demo

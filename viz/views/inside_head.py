@@ -4,7 +4,7 @@ The view's choices: ``kind`` (one of ``KINDS``), ``layer`` and ``head`` (1-based
 position on the query side: a source token for encoder self-attention, a decoder position otherwise) and
 ``factor`` (None = the model's own 1/√d_k; else the scale this one sub-layer uses, e.g. the Why tab's).
 The sentence is the Attention tab's: its ``AttentionResult`` (no decode is repeated). The numbers come from
-``model.inside.inside_head``, which the app passes in as ``run(result, kind, layer, head, query, factor)``
+``model.probes.inside.inside_head``, which the app passes in as ``run(result, kind, layer, head, query, factor)``
 (``Runs.inside_head``, wrapped for ZeroGPU), so that this module never loads a model. The choices are
 checked here first, with the messages of every other endpoint (``viz.views.inputs``). The figures are drawn
 by ``viz.inside``; here they are finished for gr.Plot, and the steps are written out as a Markdown table.
@@ -37,9 +37,9 @@ from viz.views.updates import Update, open_tab, skipped
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
-    from model.config import TransformerConfig
-    from model.inference import AttentionResult
-    from model.inside import HeadInside
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
+    from model.probes.inside import HeadInside
 
 Run = Callable[..., "HeadInside"]  # (result, kind, layer, head, query, factor) -> HeadInside
 INTRO = ("Equation (1) and Figure 2 on the model's own numbers, for one query of the Attention tab's sentence: "
@@ -66,7 +66,7 @@ class InsideHeadView(NamedTuple):
 
 
 def inside_head_view(hi: HeadInside) -> InsideHeadView:
-    """Every figure and the Markdown for one computed head (see ``model.inside.HeadInside``)."""
+    """Every figure and the Markdown for one computed head (see ``model.probes.inside.HeadInside``)."""
     name = f"{hi.kind}_layer{hi.layer}_head{hi.head}_query{hi.query}"
     specs = {"scores": scores_spec, "figure2": figure2_spec, "projections": projections_spec,
              "head_output": head_output_spec, "footnote4": footnote4_spec, "contributions": contributions_spec}

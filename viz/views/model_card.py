@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from model.export import CARD  # the file name model.export writes the card to
+from model.training.export import CARD  # the file name model.export writes the card to
 
 if TYPE_CHECKING:
-    from model.config import TransformerConfig
+    from model.network.config import TransformerConfig
 
 
 def header(cfg: TransformerConfig) -> str:

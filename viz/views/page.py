@@ -1,7 +1,11 @@
-"""The contract between app.py's page and its script (assets/web/app.js, which gets ``PAGE`` as its argument):
-element ids and label patterns, written once, here. app.py gives its components these ids."""
+"""The contract between app.py's page and its script: element ids and label patterns, written once, here (``PAGE``;
+app.py gives its components these ids), and the script itself, one file per feature under assets/web/ joined in a
+fixed order (``SCRIPTS``, ``page_script``)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
 from viz.lines import LINE_META, TOKEN_META
@@ -16,3 +20,20 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                  "present": "present", "colour": "colour"}, "detail": "detail", "copyLink": "copy-link",
         "rowClick": "row-click",  # a click on a row of the close-up sends "row,time" here: "Inside a head" opens
         "cellGrid": "heads-grid", "cellClick": "heads-cell-click"}  # Head analysis: a grid cell opens its head
+
+WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
+# The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
+# MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
+# it does. draw.js comes first: it wraps plotly before the first figure is drawn.
+SCRIPTS = ("page.js", "draw.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js", "classroom.js",
+           "inside.js", "heads.js")
+
+
+def page_script(web: Path = WEB) -> str:
+    """The files of ``SCRIPTS`` joined into one expression that calls page.js's function with ``PAGE`` and each
+    feature's with ``PAGE`` and what page.js returned. Gradio runs it once the page has loaded (``launch(js=...)``)."""
+    shared, *features = (f"/* assets/web/{name} */\n{(web / name).read_text(encoding='utf-8').strip()}"
+                         for name in SCRIPTS)
+    joined = ",\n".join(f"(\n{feature}\n)" for feature in features)
+    return (f"((page) => {{\nconst shared = (\n{shared}\n)(page);\n"
+            f"for (const feature of [\n{joined}\n]) feature(page, shared);\n}})({json.dumps(PAGE)})")

@@ -2,7 +2,7 @@
 
 The view's choices: log₂ d_k (0..10), the number of keys, the seed, and ``alpha``, one slider for the
 scale factor: 0 = the paper's × 1/√d_k … 1 = × 1 (no scaling), geometric in between (``factor_for``).
-Sections 1 and 2 measure random vectors (``model.scaling``, on ``device``); section 3 runs the trained
+Sections 1 and 2 measure random vectors (``model.probes.scaling``, on ``device``); section 3 runs the trained
 model with its 1/√d_k replaced, through the ``attention`` callable the app passes in
 (``(text, target=None, scale=None) -> AttentionResult``) and ``trained`` (``text -> AttentionResult``,
 the model as trained, which the app caches per sentence: moving the slider re-runs only the changed model).
@@ -14,15 +14,16 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from model import scaling as footnote4
+from model.probes import scaling as footnote4
 from viz import scaling as figures
-from viz.views.attention import MEAN, check_view, head_plot
+from viz.views.attention import check_view, head_plot
 from viz.views.figure import Figure, finish_figure
 from viz.views.inputs import check_alpha, check_log2_dk, check_n_keys, check_seed, check_text, checked
+from viz.vocab import MEAN
 
 if TYPE_CHECKING:
-    from model.config import TransformerConfig
-    from model.inference import AttentionResult
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
 
 
 def trained_intro(cfg: TransformerConfig) -> str:

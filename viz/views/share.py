@@ -5,7 +5,7 @@
 ``text`` and ``target`` are the sentence and the optional own translation, ``kind`` one of ``KINDS``,
 ``layer`` 1..N, ``head`` 0..h (0 = the mean of the layer's heads), ``tab`` a tab's id, ``present`` 1 for
 presentation mode, ``colour`` the close-up's colour scale (``viz.views.projector.COLOUR_MODES``). The page
-script (assets/web/app.js) writes them as the view changes; ``parse`` reads them when a link is opened.
+script (assets/web/classroom.js) writes them as the view changes; ``parse`` reads them when a link is opened.
 
 A link may come from anyone: every value is checked, and one that is missing, malformed or hostile falls
 back to its default, with a notice that names the parameter but never repeats its value (the value is
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from model.terms import KINDS
 from viz.views.projector import COLOUR_MODES
-from viz.vocab import KINDS
+from viz.vocab import MAX_CHARS
 
 if TYPE_CHECKING:
-    from model.config import TransformerConfig
+    from model.network.config import TransformerConfig
 
 PARAMS = ("text", "target", "kind", "layer", "head", "tab", "present", "colour")
-MAX_CHARS = 2000  # as the page's text boxes allow
 DEFAULT_KIND = "cross"  # the sharp default looks at the encoder–decoder attention: the word alignment
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 

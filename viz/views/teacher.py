@@ -1,7 +1,7 @@
 """With a translation of one's own (teacher forcing): the model's own translation beside it, and per token of the
 given one the model's probability of that token, where the model disagrees visible at a glance.
 
-The numbers come from ``model.forcing.token_probs`` (one teacher-forced pass over the result's ids); this
+The numbers come from ``model.probes.forcing.token_probs`` (one teacher-forced pass over the result's ids); this
 presenter only draws them (``viz.probs``) and names what the figure shows.
 """
 
@@ -20,8 +20,8 @@ from viz.views.figure import Figure, finish_figure
 from viz.views.updates import SKIP, Update, skipped
 
 if TYPE_CHECKING:
-    from model.forcing import TokenProbs
-    from model.inference import AttentionResult
+    from model.network.inference import AttentionResult
+    from model.probes.forcing import TokenProbs
 
 LABEL = "Your translation, token by token: the model's probability of each token (teacher forcing)"
 
@@ -58,7 +58,7 @@ def given_view(
     own: Callable[[str], AttentionResult],
     probs: Callable[[AttentionResult], TokenProbs],
 ) -> GivenView | None:
-    """``own(text)``: the model's own run of a sentence; ``probs(result)``: ``model.forcing.token_probs``. None
+    """``own(text)``: the model's own run of a sentence; ``probs(result)``: ``model.probes.forcing.token_probs``. None
     before the session has a result."""
     if result is None:
         return None

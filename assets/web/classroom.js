@@ -1,0 +1,134 @@
+/* Made for the classroom: the view in the URL, presentation mode, the Copy link button, the chosen tile framed in the
+   overview, and the close-up driven by the keyboard. Reads page.view (query parameter -> element id of each control
+   that holds the view: viz.views.share), page.detail (the close-up's element id), page.copyLink (the Copy link
+   button's), page.overview and page.tileClick (the overview's tile message, see overview.js).
+
+   The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
+   reads them back when a link is opened: viz.views.share). Written only once the first view has been drawn, so an
+   opened link is read before it is rewritten; other parameters (Gradio's __theme) are kept. */
+(page, {send, plotOf, layerOf, headOf}) => {
+  const viewValue = (id) => {
+    const root = document.getElementById(id);
+    if (!root) return null;
+    const radio = root.querySelector('input[type=radio]:checked');
+    if (radio) return radio.value;
+    const check = root.querySelector('input[type=checkbox]');
+    if (check) return check.checked ? '1' : '';
+    const box = root.querySelector('textarea, input[type=number], input[type=text], input:not([type])');
+    return box ? box.value : null;
+  };
+  const drawn = (id) => {
+    const gd = plotOf(id);
+    return !!(gd && gd.data && gd.data.length);
+  };
+  let lastQuery = null;
+  const syncView = () => {
+    document.body.classList.toggle('attn-present', viewValue(page.view.present) === '1');
+    if (!drawn(page.detail)) return;
+    const query = new URLSearchParams(location.search);
+    for (const [param, id] of Object.entries(page.view)) {
+      const v = viewValue(id);
+      if (v === null) continue;
+      if (v.trim() === '') query.delete(param); else query.set(param, v);
+    }
+    const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');
+    if (tab) query.set('tab', tab.dataset.tabId);
+    const text = query.toString();
+    if (text !== lastQuery) {
+      lastQuery = text;
+      history.replaceState(history.state, '', `${location.pathname}?${text}`);
+    }
+    frameTile();
+    focusableDetail();
+  };
+  setInterval(syncView, 300);
+  for (const type of ['input', 'change', 'click', 'keyup']) {
+    document.addEventListener(type, () => setTimeout(syncView, 0));
+  }
+
+  // Copy link: the URL (kept up to date above) to the clipboard; where the browser refuses, say where the link is.
+  const copyText = async (text) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (e) { /* not allowed here (plain http, no permission): the old way below */ }
+    const area = document.createElement('textarea');
+    area.value = text;
+    area.setAttribute('readonly', '');
+    area.style.cssText = 'position:fixed;top:0;left:0;opacity:0';
+    document.body.appendChild(area);
+    area.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+    area.remove();
+    return ok;
+  };
+  window.attnCopyLink = async () => {
+    syncView();
+    const button = document.getElementById(page.copyLink);
+    const ok = await copyText(location.href);
+    if (button) button.focus();
+    let note = document.getElementById(`${page.copyLink}-note`);
+    if (!note && button) {
+      note = document.createElement('span');
+      note.id = `${page.copyLink}-note`;
+      note.setAttribute('role', 'status');
+      button.insertAdjacentElement('afterend', note);
+    }
+    if (note) note.textContent = ok ? 'Link copied.' : 'Copy the link from the address bar.';
+  };
+
+  // The chosen tile framed in the overview: the rows of its layer and the columns of its head (all heads for the mean),
+  // found from the overview's own row and column labels.
+  const span = (labels, pattern, n) => {
+    let lo = -1, hi = -1;
+    Array.from(labels || []).forEach((label, i) => {
+      const m = pattern.exec(String(label));
+      if (m && (n === 0 || Number(m[1]) === n)) { if (lo < 0) lo = i; hi = i; }
+    });
+    return [lo, hi];
+  };
+  const frameTile = () => {
+    const gd = plotOf(page.overview);
+    const t = gd && gd.data && gd.data.find((d) => d.type === 'heatmap');
+    if (!t || !window.Plotly || !gd.layout) return;
+    const layer = Number(viewValue(page.view.layer)), head = Number(viewValue(page.view.head));
+    const [y0, y1] = span(t.y, layerOf, layer), [x0, x1] = span(t.x, headOf, head);
+    if (y0 < 0 || x0 < 0) return;
+    const box = [x0 - 0.5, x1 + 0.5, y0 - 0.5, y1 + 0.5];
+    const shapes = gd.layout.shapes || [];
+    const old = shapes.find((s) => s.name === 'chosen-tile');
+    if (old && JSON.stringify([old.x0, old.x1, old.y0, old.y1]) === JSON.stringify(box)) return;
+    const frame = {type: 'rect', name: 'chosen-tile', xref: 'x', yref: 'y', x0: box[0], x1: box[1], y0: box[2],
+                   y1: box[3], line: {color: '#ff2d55', width: 3}, fillcolor: 'rgba(0,0,0,0)', layer: 'above'};
+    window.Plotly.relayout(gd, {shapes: [...shapes.filter((s) => s.name !== 'chosen-tile'), frame]});
+  };
+
+  // The close-up takes the keyboard focus; then ←/→ change the head (0 = mean) and ↑/↓ the layer, by the same message
+  // a tile click sends. Several quick presses add up: the last choice sent counts until the page shows it.
+  const focusableDetail = () => {
+    const el = document.getElementById(page.detail);
+    if (el && el.tabIndex !== 0) {
+      el.tabIndex = 0;
+      el.setAttribute('role', 'group');
+      el.setAttribute('aria-label',
+                      'Close-up of one head: left and right arrows change the head, up and down the layer');
+    }
+  };
+  let sent = null;
+  document.addEventListener('keydown', (ev) => {
+    const el = document.getElementById(page.detail);
+    const move = {ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0]}[ev.key];
+    if (!el || document.activeElement !== el || !move || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    ev.preventDefault();
+    const nLayers = Number(document.querySelector(`#${page.view.layer} input[type=range]`)?.max || 1);
+    const nHeads = document.querySelectorAll(`#${page.view.head} input[type=radio]`).length - 1;
+    const shown = [Number(viewValue(page.view.layer)), Number(viewValue(page.view.head))];
+    const base = sent && Date.now() - sent.at < 2000 && (sent.layer !== shown[0] || sent.head !== shown[1])
+      ? [sent.layer, sent.head] : shown;
+    const layer = Math.min(Math.max(base[0] + move[0], 1), nLayers);
+    const head = Math.min(Math.max(base[1] + move[1], 0), nHeads);
+    sent = {layer, head, at: Date.now()};
+    send(page.tileClick, `${layer},${head},${Date.now()}`);
+  });
+}

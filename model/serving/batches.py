@@ -1,0 +1,66 @@
+"""One batch of the app's calls, as the batcher runs it (in the server's process or in the model process):
+``run_batch``. Each call is one request; a bad sentence becomes its own ValueError and fails its own call only.
+
+The padded batch itself is the network's (``Translator.attention_batch``, ``Translator.translate_batch``), the same
+path the probes use; here the requests are read (a ValueError in place of a bad one) and the results put back in
+their order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from model.network.inference import AttentionResult, Translator
+
+
+def run_batch(translator: Translator, group: tuple, items: list) -> list:
+    """One batch of ``BatchedTranslator``: ``group`` = ("attention", scale) with (text, target) items, or
+    ("translate", beam, scale) with texts; one result or ValueError per item. A batch of one takes
+    ``Translator``'s own path (exactly the unbatched call)."""
+    kind, *args = group
+    if len(items) == 1:
+        try:
+            if kind == "attention":
+                return [translator.attention(*items[0], scale=args[0])]
+            return [translator.translate(items[0], beam=args[0], scale=args[1])]
+        except ValueError as exc:
+            return [exc]
+    if kind == "attention":
+        return attention_requests(translator, items, scale=args[0])
+    return translate_requests(translator, items, beam=args[0], scale=args[1])
+
+
+def attention_requests(
+    translator: Translator, requests: Sequence[tuple[str, str | None]], scale: float | None = None
+) -> list[AttentionResult | ValueError]:
+    """``Translator.attention(text, target, scale)`` for every (text, target) at once, in one padded batch; a
+    request whose sentence is bad gets its ValueError in its place instead of a result."""
+    results, good = _read(lambda request: translator.encode_request(*request), requests)
+    for i, result in zip(good, translator.attention_batch([results[i] for i in good], scale)):
+        results[i] = result
+    return results
+
+
+def translate_requests(
+    translator: Translator, texts: Sequence[str], beam: int = 4, scale: float | None = None
+) -> list[str | ValueError]:
+    """``Translator.translate(text, beam, scale)`` for every text at once, each exactly its unbatched answer; a bad
+    one gets its ValueError."""
+    results, good = _read(lambda text: translator.encode_input(text)[1], texts)
+    if good:
+        outs = translator.translate_batch([results[i] for i in good], beam=beam, scale=scale, as_alone=True)
+        for i, out in zip(good, outs):
+            results[i] = out
+    return results
+
+
+def _read(encode: Callable[[Any], Any], items: Sequence) -> tuple[list, list[int]]:
+    """(``encode(item)`` or its ValueError, per item; the positions of the items that were read)."""
+    results: list = []
+    for item in items:
+        try:
+            results.append(encode(item))
+        except ValueError as exc:
+            results.append(exc)
+    return results, [i for i, r in enumerate(results) if not isinstance(r, ValueError)]

@@ -1,0 +1,176 @@
+"""Requests that arrive together, decoded as one padded batch (a classroom clicking within a second).
+
+One decoding step of one sentence costs about what a step of sixteen does (the model is small; the time
+goes to Python and dispatch), so the server decodes concurrent requests together:
+
+- ``MicroBatcher``: a worker thread that takes the calls waiting (up to ``max_batch_size``, after at most
+  ``max_wait_s`` for more to arrive) and runs them as one batch (``model.serving.batches.run_batch``: one padded
+  batch through ``Translator.attention_batch`` or ``.translate_batch``, each sentence's result the same as alone);
+  ``BatchedTranslator`` puts it behind ``Translator``'s own ``attention`` and ``translate`` signatures. A bad
+  sentence fails its own call only.
+
+Switches (read by ``BatchSettings.from_env``): ``ATTN_BATCH=0`` turns batching off (the bench compares
+both), ``ATTN_MAX_BATCH`` (default 32), ``ATTN_BATCH_WAIT_MS`` (default 0: the calls that queued up while
+the previous batch ran make the next one; a fixed wait measured +10 ms on a lone request, for nothing) and
+``ATTN_BATCH_PROCESS=0`` (the batches run in the server's process instead of a model process of their own,
+``model.serving.worker``; the bench compares all three).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from model.network.inference import AttentionResult, Translator
+from model.serving.batches import run_batch
+from model.serving.worker import ModelProcess, WorkerGone
+
+
+# ------------------------------------------------------------------------------------------ the batcher
+@dataclass(frozen=True)
+class BatchSettings:
+    enabled: bool = True
+    max_batch_size: int = 32
+    max_wait_s: float = 0.0
+    process: bool = True  # the batches run in a model process of their own (model.serving.worker)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> BatchSettings:
+        """``ATTN_BATCH`` (0/false/off = off), ``ATTN_MAX_BATCH``, ``ATTN_BATCH_WAIT_MS``, ``ATTN_BATCH_PROCESS``
+        (0 = the batches run in the server's own process); a bad value is a ValueError naming the variable."""
+        def on(name: str) -> bool:
+            return environ.get(name, "1").strip().lower() not in ("0", "false", "off", "no")
+
+        enabled = on("ATTN_BATCH")
+        try:
+            size = int(environ.get("ATTN_MAX_BATCH", cls.max_batch_size))
+            wait_ms = float(environ.get("ATTN_BATCH_WAIT_MS", cls.max_wait_s * 1000))
+        except ValueError as exc:
+            raise ValueError(f"ATTN_MAX_BATCH must be a whole number and ATTN_BATCH_WAIT_MS a number: {exc}") from None
+        if not 1 <= size <= 256 or not 0 <= wait_ms <= 1000:
+            raise ValueError(f"ATTN_MAX_BATCH must be 1..256 and ATTN_BATCH_WAIT_MS 0..1000, got {size}, {wait_ms}")
+        return cls(enabled, size, wait_ms / 1000, on("ATTN_BATCH_PROCESS"))
+
+
+class MicroBatcher:
+    """Calls from many threads, run in batches by one worker thread.
+
+    ``run(group, items) -> results`` gets up to ``max_batch_size`` items submitted with the same ``group``
+    (items of different groups are never mixed), oldest first, and returns one result per item; a result
+    that is an exception is raised in its caller only. The worker takes what is waiting, then waits at most
+    ``max_wait_s`` for more of the same group (0: never waits).
+    """
+
+    def __init__(self, run: Callable[[Hashable, list], list], max_batch_size: int = 16, max_wait_s: float = 0.0):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be 1 or more, got {max_batch_size}")
+        self._run, self.max_batch_size, self.max_wait_s = run, max_batch_size, max_wait_s
+        self._queue: deque[tuple[Hashable, Any, Future]] = deque()
+        self._cond = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self.batch_sizes: Counter[int] = Counter()  # batch size -> how many batches of that size ran
+
+    def submit(self, group: Hashable, item: Any) -> Any:
+        """Run ``item`` in a batch of its ``group``; blocks until its result (or raises its exception)."""
+        future: Future = Future()
+        with self._cond:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._loop, name="micro-batcher", daemon=True)
+                self._worker.start()
+            self._queue.append((group, item, future))
+            self._cond.notify_all()
+        return future.result()
+
+    def _take(self) -> tuple[Hashable, list[tuple[Any, Future]]]:
+        with self._cond:
+            while not self._queue:
+                self._cond.wait()
+            group = self._queue[0][0]
+            deadline = time.monotonic() + self.max_wait_s
+            while True:
+                mine = [entry for entry in self._queue if entry[0] == group][: self.max_batch_size]
+                left = deadline - time.monotonic()
+                if len(mine) >= self.max_batch_size or left <= 0:
+                    break
+                self._cond.wait(left)
+            taken = {id(entry) for entry in mine}
+            self._queue = deque(entry for entry in self._queue if id(entry) not in taken)
+        return group, [(item, future) for _, item, future in mine]
+
+    def _loop(self) -> None:
+        while True:
+            group, batch = self._take()
+            self.batch_sizes[len(batch)] += 1
+            try:
+                results = self._run(group, [item for item, _ in batch])
+                if len(results) != len(batch):
+                    raise RuntimeError(f"the batch function returned {len(results)} results for {len(batch)} items")
+            except BaseException as exc:  # a bug in the batch: every caller hears of it, the worker lives on
+                results = [exc] * len(batch)
+            for (_, future), result in zip(batch, results):
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+
+class BatchedTranslator:
+    """``Translator.attention`` and ``.translate`` (same arguments), with concurrent calls decoded together.
+
+    A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path. With
+    ``process``, the batches run in a child process (``model.serving.worker``: the decoding loop then never waits for
+    the server's Python) once it has loaded the model (before, here: a cold start does not wait for it); if that
+    process fails, the batch runs here and the next one starts a new process.
+    """
+
+    def __init__(self, translator: Translator, max_batch_size: int = 32, max_wait_s: float = 0.0,
+                 process: bool = False):
+        self.translator = translator
+        self.batcher = MicroBatcher(self._run, max_batch_size, max_wait_s)
+        # process: the batches run in a child process with its own copy of the model (model.serving.worker). It lives as
+        # long as the server (its pipe closes when the server's process ends), or until close().
+        self.process = ModelProcess(translator.folder, str(translator.device)) if process else None
+        self.batches_here = 0  # batches run in this process (all of them without a model process)
+
+    def attention(self, text: str, target: str | None = None, scale: float | None = None,
+                  head_mask=None) -> AttentionResult:
+        if head_mask is not None:
+            return self.translator.attention(text, target, scale, head_mask)
+        return self.batcher.submit(("attention", scale), (text, target))
+
+    def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
+        if head_mask is not None:
+            return self.translator.translate(text, beam, scale, head_mask)
+        return self.batcher.submit(("translate", beam, scale), text)
+
+    def start(self) -> None:
+        """Start the model process now (the app does at launch: it loads while Gradio starts), if there is one."""
+        if self.process is not None:
+            self.process.start()
+
+    def close(self) -> None:
+        """End the model process for good (later batches run here)."""
+        if self.process is not None:
+            self.process.close()
+
+    def _run(self, group: tuple, items: list) -> list:
+        if self.process is not None and not self.process.closed:
+            try:
+                if self.process.ready():  # while it loads the model (the app's first seconds), batches run here
+                    results = self.process.run(group, items)
+                    failed = [r for r in results if isinstance(r, BaseException) and not isinstance(r, ValueError)]
+                    if not failed:
+                        return results
+                    raise WorkerGone(f"the model process failed on a batch of {len(items)}: {failed[0]}")
+            except Exception as exc:  # noqa: BLE001 - WorkerGone or not: the batch runs here, as without a process
+                print(f"warning: {exc}; this batch runs in the server's own process", file=sys.stderr, flush=True)
+        self.batches_here += 1
+        return run_batch(self.translator, group, items)
+

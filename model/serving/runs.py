@@ -1,0 +1,210 @@
+"""The model runs the presenters ask for, over the one shared model (its forward passes keep no state on it).
+
+``gpu`` wraps every run (the app passes ``spaces.GPU`` on ZeroGPU hardware, where the GPU exists only
+inside such a call); then the footnote-4 demo computes on the CPU, elsewhere where the model runs.
+
+Memory: every result (attention maps, translations, decoding steps) lives in ONE cache bounded in bytes,
+``self.cache`` (``model.serving.cache.ByteLRU``: ``ATTN_CACHE_MB`` megabytes, default 256), shared by all sessions.
+A session's gr.State keeps only a ``SessionResult`` (the key of its result, a few hundred bytes); the
+app's listener hands the presenters ``SessionResult.get()``, which finds the maps in the cache or computes
+them again if they were evicted (the model is deterministic). Cached values are shared: read-only.
+
+Throughput: calls that arrive together are decoded as one padded batch (``model.serving.batching``;
+``ATTN_BATCH=0`` turns it off). Not under ``gpu`` (ZeroGPU lends the GPU to one call's own thread).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from model.network.inference import AttentionResult, Translator, clean_text
+from model.probes.ablation import AblationResult, ablate, head_name, parse_heads
+from model.probes.analysis import HeadStats, sample_head_stats
+from model.probes.forcing import TokenProbs, token_probs
+from model.probes.inside import HeadInside, contribution_maps, inside_head
+from model.probes.replay import LayerInputs, Sentence, layer_inputs, sentence_of
+from model.probes.steps import DecodeSteps, decode_steps
+from model.serving.batching import BatchedTranslator, BatchSettings
+from model.serving.cache import ByteLRU, budget_from_env
+
+
+class AttentionKey(NamedTuple):
+    """One ``Translator.attention`` call as the cache knows it: the cleaned sentence, the given target
+    ("" = the model's own translation) and the scale (None = the model's 1/sqrt(d_k))."""
+
+    text: str
+    target: str = ""
+    scale: float | None = None
+
+    @classmethod
+    def of(cls, text: str | None, target: str | None = None, scale: float | None = None) -> AttentionKey:
+        return cls(clean_text(text), clean_text(target), None if scale is None else float(scale))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SessionResult:
+    """What a session's gr.State keeps of its last run: the key of its ``AttentionResult`` and the shared
+    ``Runs`` that hold it (a reference, never a copy). ``get()`` -> the result, recomputed if evicted."""
+
+    key: AttentionKey
+    runs: Runs = dataclasses.field(repr=False)
+
+    def get(self) -> AttentionResult:
+        return self.runs.result(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionResult) and other.key == self.key and other.runs is self.runs
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __deepcopy__(self, memo: dict) -> SessionResult:
+        return self  # immutable; copying it must not copy the model and its cache
+
+
+def read_only(value: Any) -> Any:
+    """``value`` with the numpy arrays among its dataclass fields made read-only (a cached value is shared by
+    every session: a presenter that wrote into it would change what others see)."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            read_only(getattr(value, f.name))  # arrays, and the arrays of nested results
+    return value
+
+
+class Runs:
+    """The model-run service: every model run the presenters ask for, over the one shared model, cached in one
+    byte-bounded cache (see the module docstring). The public methods cache; the private ones below them run the
+    model (``MODEL_RUNS``: with ``gpu``, each is wrapped in it once, here)."""
+
+    MODEL_RUNS = ("_attention", "_translate", "_steps", "_probs", "_inside", "_contributions", "_layer_inputs",
+                  "_ablate", "_sample_stats")
+
+    def __init__(self, translator: Translator, gpu: Callable | None = None, cache: ByteLRU | None = None,
+                 batching: BatchSettings | None = None):
+        self.translator, self.cfg = translator, translator.cfg
+        self.cache = ByteLRU(budget_from_env()) if cache is None else cache
+        batching = BatchSettings.from_env() if batching is None else batching
+        self.batched = (BatchedTranslator(translator, batching.max_batch_size, batching.max_wait_s, batching.process)
+                        if batching.enabled and gpu is None else None)
+        self._model = self.batched or translator  # the same attention() and translate()
+        self.toy_device = "cpu" if gpu else translator.device
+        if gpu is not None:
+            for name in self.MODEL_RUNS:
+                setattr(self, name, gpu(getattr(self, name)))
+
+    def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``'s value, computed once per ``key`` while it stays in the shared byte-bounded cache
+        (concurrent callers of one key share one computation); its arrays are read-only."""
+        return self.cache.get_or_compute(key, lambda: read_only(compute()))
+
+    def result(self, key: AttentionKey | None) -> AttentionResult | None:
+        """The attention run ``key`` names (None for None: a session before its first run)."""
+        if key is None:
+            return None
+        return self.cached(("attention", *key), lambda: self._attention(key.text, key.target, key.scale))
+
+    def attention(self, text: str, target: str | None = None, scale: float | None = None) -> AttentionResult:
+        """``Translator.attention(text, target, scale)``, cached."""
+        return self.result(AttentionKey.of(text, target, scale))
+
+    def session(self, text: str, target: str | None = None,
+                scale: float | None = None) -> tuple[SessionResult, AttentionResult]:
+        """This run's result, and what a session's gr.State keeps of it (the key)."""
+        key = AttentionKey.of(text, target, scale)
+        return SessionResult(key, self), self.result(key)
+
+    def trained(self, text: str) -> AttentionResult:
+        """The model as trained (the paper's scale, its own translation), cached per sentence."""
+        return self.attention(text)
+
+    def translate(self, text: str, beam: int) -> str:
+        return self.cached(("translate", clean_text(text), beam), lambda: self._translate(text, beam))
+
+    def steps(self, text: str) -> DecodeSteps:
+        """The Decoding tab's steps for ``text``, cached by the cleaned text, as the model reads it."""
+        text = clean_text(text)
+        return self.cached(("steps", text), lambda: self._steps(text))
+
+    def token_probs(self, result: AttentionResult) -> TokenProbs:
+        """``model.probes.forcing.token_probs`` of a teacher-forced ``result``, cached by its ids and scale."""
+        key = ("token_probs", result.source_text, tuple(result.target_ids), result.scale)
+        return self.cached(key, lambda: self._probs(result))
+
+    # ---------------------------------------- Inside a head: on demand, never during /visualise
+    def inside_head(self, result: AttentionResult, kind: str, layer, head, query, factor=None) -> HeadInside:
+        """One head for one query on ``result``'s sentence (``model.probes.inside.inside_head``; ValueErrors for bad
+        choices). No decode: the ids come from the result. The layers run once per sentence and kind (what their
+        attention sub-layers read stays in the cache: ``layer_inputs``); then a head or a query costs only its
+        own projections."""
+        sentence = sentence_of(self.translator, result)
+        inputs = self.layer_inputs(sentence, kind)
+        return self._inside(sentence, kind, layer, head, query, factor, inputs)
+
+    def layer_inputs(self, sentence: Sentence, kind: str) -> LayerInputs:
+        """``model.probes.replay.layer_inputs`` for all layers, cached: ~(Q + n) · d_model · 4 bytes a layer."""
+        return self.cached(("layer_inputs", sentence, kind), lambda: self._layer_inputs(sentence, kind))
+
+    def contributions(self, result: AttentionResult, kind: str) -> np.ndarray:
+        """(L, H, Q, K) ‖α_j v_j W^O_h‖ normalised per row (the Attention tab's "contributions"), cached per
+        sentence and kind in the shared cache: as many bytes as the weights they stand in for. Read-only."""
+        sentence = sentence_of(self.translator, result)
+
+        def compute() -> np.ndarray:
+            maps = self._contributions(sentence, kind)
+            maps.flags.writeable = False
+            return maps
+
+        return self.cached(("contributions", sentence, kind), compute)
+
+    # ---------------------------------------- Head analysis: the sample's statistics, ablation
+    def sample_stats(self) -> HeadStats:
+        """The shipped sample's per-head statistics (``model.probes.analysis.sample_head_stats``: read from its file
+        when it was written for these weights, else computed once per model, ~10 s)."""
+        return self._sample_stats()
+
+    def ablate(self, text: str, heads, progress=None) -> AblationResult:
+        """``text`` (greedy) and the shipped sample's BLEU/chrF with ``heads`` ("kind:layer:head") switched off
+        for this call only (``model.probes.ablation.ablate``: a per-call head mask; the shared model never changes).
+        Bad names are ValueErrors before any model run. Cached per sentence and set of heads (~as many bytes as
+        the sentence's maps), so drawing another kind of its maps runs nothing; ``progress(fraction, message)``
+        follows the sample's decoding."""
+        names = tuple(head_name(*h) for h in parse_heads(heads, self.cfg.n_layers, self.cfg.n_heads))
+        text = clean_text(text)
+        return self.cached(("ablate", text, names),
+                           lambda: self._ablate(text, list(names), progress))
+
+    # ---------------------------------------- the model runs (each under ``gpu``, if given)
+    def _attention(self, text: str, target: str | None, scale: float | None) -> AttentionResult:
+        return self._model.attention(text, target=target or None, scale=scale)
+
+    def _translate(self, text: str, beam: int) -> str:
+        return self._model.translate(text, beam=beam)
+
+    def _steps(self, text: str) -> DecodeSteps:
+        """The Decoding tab's steps: one DecodeSteps per sentence, ~4 MB at 100 tokens a side."""
+        return decode_steps(self.translator, text)
+
+    def _probs(self, result: AttentionResult) -> TokenProbs:
+        """A translation the user gave, token by token: one teacher-forced pass over the run's ids."""
+        return token_probs(self.translator, result)
+
+    def _inside(self, sentence: Sentence, kind: str, layer, head, query, factor, inputs: LayerInputs) -> HeadInside:
+        return inside_head(self.translator, sentence, None, kind, layer, head, query, factor, inputs)
+
+    def _contributions(self, sentence: Sentence, kind: str) -> np.ndarray:
+        return contribution_maps(self.translator, sentence, kind)
+
+    def _layer_inputs(self, sentence: Sentence, kind: str) -> LayerInputs:
+        return layer_inputs(self.translator, sentence, kind)
+
+    def _ablate(self, text: str, names: list[str], progress) -> AblationResult:
+        return ablate(self.translator, text, names, progress=progress)
+
+    def _sample_stats(self) -> HeadStats:
+        return sample_head_stats(self.translator)

@@ -1,0 +1,184 @@
+"""The lab: sibling models that change one thing of the shipped recipe, to test §3.2's claims by training.
+
+    python -m model.lab train [--runs DIR] [--data DIR] [--only NAME ...]   # resumable, in SIBLINGS' order
+    python -m model.lab status [--runs DIR]
+    python -m model.lab export [--runs DIR] [--out assets/lab]
+
+``train`` runs ``python -m model.train`` for each sibling in turn, resuming a run from its last checkpoint
+(stop it any time; start it again to go on), then scores the run's final weights (cased sacreBLEU on val and
+test_2016_flickr, greedy and beam 4) into ``RUN/result.json``. ``export`` turns finished runs into the small
+files the Lab tab reads (``model.training.lab_export``).
+
+Every sibling shares the budget (``BUDGET``: epochs, schedule, batches, precision), the shipped vocabulary and
+the recipe; ``seed`` sets both the initialisation and the data order. The budget is the shipped recipe
+compressed so that the eleven runs take about six hours of two CPU cores: 6 epochs, warm-up 800 steps to the
+shipped run's peak learning rate (~1.6e-3, reached there at step 2000), then a linear cool-down to 0 over
+the second half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from model.cli import command
+from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text, load_config
+from model.training.data import MULTI30K, encode_pairs, load_pairs, make_batches
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED_TOKENIZER = ROOT / "assets" / "model" / TOKENIZER_FILE
+RUNS = ROOT / "runs" / "lab"
+EPOCHS, MAX_TOKENS = 6, 2000
+BUDGET = ["--epochs", str(EPOCHS), "--max-tokens", str(MAX_TOKENS), "--warmup", "800", "--lr-scale", "0.625",
+          "--precision", "fp32", "--record-every", "25", "--snapshots", "--checkpoint-minutes", "5"]
+
+
+@dataclass(frozen=True)
+class Sibling:
+    name: str
+    heads: int
+    scaled: bool = True
+    attention: str = "dot"
+    seed: int = 1
+    tests: str = ""  # the claim it is for
+
+    @property
+    def args(self) -> list[str]:
+        out = ["--heads", str(self.heads), "--seed", str(self.seed), "--attention", self.attention]
+        return out + ([] if self.scaled else ["--no-scale"])
+
+    @property
+    def label(self) -> str:
+        what = {"dot": "dot product" + ("" if self.scaled else ", unscaled"), "additive": "additive"}[self.attention]
+        seed = f", seed {self.seed}" if self.seed != 1 else ""
+        return f"h = {self.heads}, d_k = {192 // self.heads}, {what}{seed}"
+
+
+FOOTNOTE4, TABLE3A = "footnote 4", "Table 3 (A)"
+# In the order they train: the reference and footnote 4's pair first, then the seeds, then Table 3 (A)'s rest.
+SIBLINGS: tuple[Sibling, ...] = (
+    Sibling("h8", 8, tests="the reference: the shipped architecture under the lab's budget"),
+    Sibling("h1", 1, tests=f"{TABLE3A}; {FOOTNOTE4} (scaled, d_k = 192)"),
+    Sibling("h1-unscaled", 1, scaled=False, tests=f"{FOOTNOTE4}: no 1/√d_k at d_k = 192"),
+    Sibling("h1-additive", 1, attention="additive", tests=f"{FOOTNOTE4}: additive attention at d_k = 192"),
+    Sibling("h8-unscaled", 8, scaled=False, tests=f"{FOOTNOTE4}: no 1/√d_k at d_k = 24"),
+    Sibling("h1-seed2", 1, seed=2, tests="seed noise"),
+    Sibling("h1-unscaled-seed2", 1, scaled=False, seed=2, tests="seed noise"),
+    Sibling("h8-seed2", 8, seed=2, tests="seed noise"),
+    Sibling("h4", 4, tests=TABLE3A),
+    Sibling("h2", 2, tests=TABLE3A),
+    Sibling("h16", 16, tests=TABLE3A),
+)
+BY_NAME = {s.name: s for s in SIBLINGS}
+
+
+def total_steps(data: Path, seed: int) -> int:
+    """Updates in ``EPOCHS`` epochs of ``seed``'s batches (the cool-down ends exactly there)."""
+    from model.network.tokenizer import Tokenizer
+
+    tok = Tokenizer(SHIPPED_TOKENIZER)
+    src, tgt = load_pairs(data, "train")
+    lengths = [(len(s), len(t)) for s, t in encode_pairs(tok, src, tgt, 255)]
+    return sum(len(make_batches(lengths, MAX_TOKENS, seed=seed * 100_003 + e)) for e in range(EPOCHS))
+
+
+def train_command(sib: Sibling, run: Path, data: Path, steps: int) -> list[str]:
+    cmd = [sys.executable, "-m", "model.train", "--data", str(data), "--out", str(run), *BUDGET, *sib.args,
+           "--anneal", str(steps // 2), str(steps), "--tokenizer", str(SHIPPED_TOKENIZER)]
+    return cmd + (["--resume"] if (run / "last" / "trainer.json").is_file() else [])
+
+
+def trained_steps(run: Path) -> int:
+    path = run / "last" / "trainer.json"
+    return json.loads(path.read_text(encoding="utf-8"))["step"] if path.is_file() else 0
+
+
+def score(run: Path, data: Path) -> dict:
+    """Cased sacreBLEU of the run's final weights on val and test_2016_flickr, greedy and beam 4."""
+    import sacrebleu
+    import torch
+
+    from model.network.checkpoint import load_state_into, read_tensors, save_model
+    from model.network.inference import Translator
+    from model.network.transformer import EncoderDecoder
+    from model.training.evaluate import translate_all
+
+    final = run / "final"
+    model = EncoderDecoder(load_config(run))
+    load_state_into(model, read_tensors(run / "last" / "model.safetensors"), run / "last")
+    save_model(model, final)
+    (final / TOKENIZER_FILE).write_bytes((run / TOKENIZER_FILE).read_bytes())
+    translator = Translator(final, "cpu")
+    torch.manual_seed(0)
+    bleu, signature = {}, ""
+    for split in ("val", "test_2016_flickr"):
+        sources, refs = load_pairs(data, split)
+        for beam in (1, 4):
+            t0 = time.perf_counter()
+            metric = sacrebleu.metrics.BLEU()
+            result = metric.corpus_score(translate_all(translator, sources, beam), [refs])
+            key = f"{split}.{'greedy' if beam == 1 else 'beam4'}"
+            bleu[key] = round(result.score, 2)
+            signature = str(metric.get_signature())
+            print(f"{run.name}: {key} BLEU {result.score:.2f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return {"bleu": bleu, "signature": signature}
+
+
+def train_all(runs: Path, data: Path, only: list[str]) -> int:
+    for sib in SIBLINGS:
+        if only and sib.name not in only:
+            continue
+        run = runs / sib.name
+        if (run / "result.json").is_file():
+            continue
+        steps = total_steps(data, sib.seed)
+        if trained_steps(run) < steps:
+            print(f"== {sib.name} ({sib.label}): step {trained_steps(run)} of {steps}", flush=True)
+            code = subprocess.call(train_command(sib, run, data, steps), cwd=ROOT)
+            if code != 0 or trained_steps(run) < steps:
+                print(f"== {sib.name} stopped at step {trained_steps(run)} (exit {code}); run again to go on",
+                      flush=True)
+                return code or 1
+        result = {"sibling": asdict(sib), "steps": steps, **score(run, data)}
+        atomic_write_text(run / "result.json", json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def status(runs: Path) -> None:
+    for sib in SIBLINGS:
+        run = runs / sib.name
+        if (run / "result.json").is_file():
+            bleu = json.loads((run / "result.json").read_text(encoding="utf-8"))["bleu"]
+            state = "done: " + ", ".join(f"{k} {v}" for k, v in bleu.items())
+        else:
+            state = f"step {trained_steps(run)}" if run.exists() else "not started"
+        print(f"{sib.name:18} {sib.label:42} {state}")
+
+
+@command
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m model.lab", description=__doc__.splitlines()[0])
+    p.add_argument("action", choices=("train", "status", "export"))
+    p.add_argument("--runs", type=Path, default=RUNS, help="where the runs live (default runs/lab)")
+    p.add_argument("--data", type=Path, default=MULTI30K, help="Multi30k folder")
+    p.add_argument("--only", nargs="*", default=[], choices=sorted(BY_NAME), help="train these siblings only")
+    p.add_argument("--out", type=Path, default=ROOT / "assets" / "lab", help="export: the Lab tab's folder")
+    args = p.parse_args(argv)
+    if args.action == "train":
+        return train_all(args.runs, args.data, args.only)
+    if args.action == "status":
+        status(args.runs)
+        return 0
+    from model.training.lab_export import export_all
+
+    export_all(args.runs, args.out, card=ROOT / "assets" / "model" / "MODEL_CARD.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

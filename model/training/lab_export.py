@@ -1,0 +1,168 @@
+"""Ship the lab: finished sibling runs -> the small files the Lab tab reads, in ``assets/lab/``.
+
+Per run ``NAME.json`` (config, parameters, budget, per-epoch log, the recorded curves as columns, BLEU on val
+and test_2016_flickr greedy and beam 4 with sacreBLEU's signature, the time-lapse's steps, per-head statistics
+and roles, and the SHA-256 of the run's final float16 weights) and ``NAME.timelapse.npz`` (the time-lapse
+sentences' maps, one uint8 array per sentence and kind: (steps, L, H, Q, K), weight = value / 255).
+``sentences.json``: the time-lapse sentences, references and tokens. For ``LIVE`` siblings, a model folder
+``NAME/`` (config.json, float16 model.safetensors, tokenizer.model) that the app opens on demand.
+The model card gets a section listing every file with its SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from model.network.checkpoint import CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, atomic_write_text, save_model
+from model.training.lab import BUDGET, BY_NAME, SIBLINGS
+
+LIVE = ("h1", "h1-unscaled", "h1-additive")  # the siblings a visitor can run on their own sentence
+TIMELAPSE_STATS = ("entropy", "confidence", "sharpness", "eos", "previous")
+BUDGET_BYTES = 64 * 2**20
+CARD_START, CARD_END = "<!-- lab: start -->", "<!-- lab: end -->"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _columns(records: list[dict]) -> dict[str, list]:
+    """[{step: 25, a: x}, {step: 50, a: y}] -> {step: [25, 50], a: [x, y]} (curves are read column-wise)."""
+    keys = list(records[0]) if records else []
+    return {key: [r.get(key) for r in records] for key in keys}
+
+
+def snapshot_files(run: Path) -> list[tuple[int, Path]]:
+    return sorted((int(p.stem.split("_")[1]), p) for p in (run / "snapshots").glob("step_*.json"))
+
+
+def timelapse(run: Path) -> tuple[dict, bytes]:
+    """The time-lapse record (steps, probe loss, per-head statistics and roles) and the npz of its maps."""
+    snaps = snapshot_files(run)
+    steps, losses, stats, roles = [], [], {}, {}
+    maps: dict[str, list[np.ndarray]] = {}
+    for step, path in snaps:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        steps.append(step)
+        losses.append(record["probe_loss"])
+        for kind, per_stat in record["stats"].items():
+            for stat in TIMELAPSE_STATS:
+                stats.setdefault(kind, {}).setdefault(stat, []).append(per_stat[stat])
+            roles.setdefault(kind, []).append(record["roles"][kind])
+        with np.load(path.with_suffix(".npz")) as z:
+            for key in z.files:
+                maps.setdefault(key, []).append(np.round(z[key].astype(np.float32) * 255).astype(np.uint8))
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **{key: np.stack(arrays) for key, arrays in maps.items()})  # (steps, L, H, Q, K)
+    return {"steps": steps, "probe_loss": losses, "stats": stats, "roles": roles}, buffer.getvalue()
+
+
+def final_weights(run: Path) -> Path:
+    """The run's final weights as a float16 model folder ``run/final16`` (what is hashed and, if live, shipped)."""
+    from model.network.checkpoint import load_config, load_state_into, read_tensors
+    from model.network.transformer import EncoderDecoder
+
+    folder = run / "final16"
+    if not (folder / WEIGHTS_FILE).is_file():
+        model = EncoderDecoder(load_config(run))
+        load_state_into(model, read_tensors(run / "last" / WEIGHTS_FILE), run / "last")
+        save_model(model, folder, dtype=torch.float16)
+        shutil.copyfile(run / TOKENIZER_FILE, folder / TOKENIZER_FILE)
+    return folder
+
+
+def run_record(run: Path, out: Path) -> dict:
+    sib = BY_NAME[run.name]
+    result = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    config = json.loads((run / CONFIG_FILE).read_text(encoding="utf-8"))
+    from model.network.config import TransformerConfig
+    from model.network.params import parameter_breakdown
+
+    log = json.loads((run / "log.json").read_text(encoding="utf-8"))
+    curves = json.loads((run / "curves.json").read_text(encoding="utf-8"))
+    record, npz = timelapse(run)
+    weights = final_weights(run)
+    (out / f"{sib.name}.timelapse.npz").write_bytes(npz)
+    live = sib.name in LIVE
+    if live:
+        target = out / sib.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE):
+            shutil.copyfile(weights / name, target / name)
+    return {
+        "name": sib.name,
+        "label": sib.label,
+        "tests": sib.tests,
+        "seed": sib.seed,
+        "config": config,
+        "parameters": parameter_breakdown(TransformerConfig.from_dict(config))["total"],
+        "budget": BUDGET + ["--anneal", str(result["steps"] // 2), str(result["steps"])],
+        "steps": result["steps"],
+        "epochs": [{k: e[k] for k in ("epoch", "step", "train_loss", "val_loss", "val_ppl", "val_bleu", "elapsed_s")}
+                   for e in log],
+        "curves": _columns(curves),
+        "bleu": result["bleu"],
+        "signature": result["signature"],
+        "timelapse": {**record, "maps": f"{sib.name}.timelapse.npz"},
+        "weights": {"sha256": sha256(weights / WEIGHTS_FILE), "folder": sib.name if live else None},
+    }
+
+
+def card_section(records: list[dict]) -> str:
+    lines = [CARD_START, "## The lab's siblings", "",
+             "Trained by `python -m model.lab train`, shipped by `python -m model.lab export` into `assets/lab/` "
+             "(the Lab tab). Same data, vocabulary and recipe as the shipped model, one thing changed each, under "
+             "one shorter budget: " + " ".join(records[0]["budget"]) + ".", "",
+             "| run | what changes | parameters | val BLEU greedy / beam 4 | test_2016 greedy / beam 4 | weights |",
+             "|---|---|---|---|---|---|"]
+    for r in records:
+        b = r["bleu"]
+        where = f"`assets/lab/{r['weights']['folder']}/`" if r["weights"]["folder"] else "not shipped"
+        lines.append(f"| {r['name']} | {r['label']} | {r['parameters']:,} | {b['val.greedy']:.2f} / "
+                     f"{b['val.beam4']:.2f} | {b['test_2016_flickr.greedy']:.2f} / {b['test_2016_flickr.beam4']:.2f}"
+                     f" | {where}, SHA-256 `{r['weights']['sha256'][:16]}…` |")
+    return "\n".join(lines + ["", CARD_END])
+
+
+def update_card(card: Path, section: str) -> None:
+    text = card.read_text(encoding="utf-8")
+    if CARD_START in text:
+        text = text[: text.index(CARD_START)] + section + text[text.index(CARD_END) + len(CARD_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    atomic_write_text(card, text)
+
+
+def export_all(runs: Path, out: Path, card: Path | None = None) -> list[dict]:
+    """Every finished run (``result.json`` written) of ``SIBLINGS``, in their order."""
+    from model.network.tokenizer import Tokenizer
+    from model.training.recorder import timelapse_tokens
+
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    for sib in SIBLINGS:
+        run = runs / sib.name
+        if not (run / "result.json").is_file():
+            continue
+        record = run_record(run, out)
+        atomic_write_text(out / f"{sib.name}.json", json.dumps(record, separators=(",", ":")) + "\n")
+        records.append(record)
+        print(f"{sib.name}: exported", flush=True)
+    if not records:
+        raise ValueError(f"{runs}: no finished run (none has result.json); train with `python -m model.lab train`")
+    tok = Tokenizer(runs / records[0]["name"] / TOKENIZER_FILE)
+    atomic_write_text(out / "sentences.json", json.dumps(timelapse_tokens(tok), ensure_ascii=False, indent=1) + "\n")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"{out}: {size / 2**20:.1f} MB in {sum(1 for p in out.rglob('*') if p.is_file())} files", flush=True)
+    if size > BUDGET_BYTES:
+        raise ValueError(f"{out}: {size / 2**20:.1f} MB, over the lab's {BUDGET_BYTES // 2**20} MB")
+    if card is not None:
+        update_card(card, card_section(records))
+    return records

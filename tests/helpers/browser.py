@@ -1,0 +1,173 @@
+"""The browser tests' Chromium and pages: Debian's Chromium driven by Playwright (never `playwright install`), with
+bench's flags (tests depend on bench, never the reverse), and the steps every browser test module takes on a page.
+
+A page made here (``watched_page``, ``new_page``) fails its test on a console error, an uncaught page error, a
+JavaScript dialog or any request that leaves loopback (the page must work offline): ``Watch``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+from playwright.sync_api import Browser, Page
+
+from bench.browser import CHROMIUM, CHROMIUM_ARGS
+from bench.common import is_loopback
+from helpers.scripts import GD, HAS_HEATMAP, TAB_SELECTED, TITLE, VALUE
+
+TIMEOUT_MS = 90_000  # generous: the machine may be busy training
+PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium, headless, kept off the network by its flags."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Watch:
+    """What a page did that it never should: console errors, page errors, dialogs, requests off loopback."""
+
+    def __init__(self, page: Page):
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("request", lambda r: None if is_loopback(r.url) else self.outside.append(r.url))
+        page.on("dialog", self._dialog)
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def assert_clean(self) -> None:
+        assert self.errors == [] and self.outside == [] and self.dialogs == [], vars(self)
+
+
+def watched_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
+    """A fresh page at ``width``×``height`` for a fixture to yield from; on teardown it must have shown no console
+    or page error, sent no request off loopback and opened no dialog (``Watch``). ``options``: new_context's."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    try:
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        watch = Watch(page)
+        yield page
+    finally:
+        context.close()
+    watch.assert_clean()  # (not after a failure: that one is the test's result)
+
+
+@contextlib.contextmanager
+def new_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
+    """``watched_page`` for a ``with`` block inside a test (a page of another size than the fixture's)."""
+    pages = watched_page(browser, width, height, **options)
+    try:
+        yield next(pages)
+    except BaseException:
+        pages.close()  # closes the page's context
+        raise
+    next(pages, None)  # closes it and checks what it did
+
+
+# ---------------------------------------------------------------------------------------------- on the page
+def open_app(page: Page, url: str) -> None:
+    """Load the page and wait for the example sentence to be drawn (demo.load runs the model once)."""
+    page.goto(url)
+    for plot_id in ("overview", "detail"):
+        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
+    page.wait_for_function(f"() => !!({VALUE})('translation')")
+
+
+def value(page: Page, elem_id: str) -> str:
+    return page.evaluate(VALUE, elem_id)
+
+
+def title(page: Page, plot_id: str) -> str:
+    return page.evaluate(TITLE, plot_id)
+
+
+def source_tokens(page: Page) -> int:
+    """The number of source tokens the status line reports."""
+    status = page.inner_text("#status")
+    match = re.search(r"(\d+) source tokens", status)
+    assert match, status
+    return int(match.group(1))
+
+
+def tick_labels(page: Page, plot_id: str) -> list[str]:
+    """The tick labels as the browser drew them (SVG text, entities decoded)."""
+    selector = f"#{plot_id} .xtick text, #{plot_id} .ytick text"
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
+
+
+def select_tab(page: Page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+    wait_tab(page, name)
+
+
+def wait_tab(page: Page, name: str) -> None:
+    """Until the tab labelled ``name`` is the one selected (a click elsewhere may open it)."""
+    page.wait_for_function(TAB_SELECTED, arg=name)
+
+
+def select_any_tab(page: Page, name: str, shown: str) -> None:
+    """Like ``select_tab``, also on a phone, where tabs beyond the first fold into a "More tabs" menu; waits until
+    the element ``shown`` (a selector inside the tab) is visible."""
+    tab = page.get_by_role("tab", name=name)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+    else:
+        page.get_by_role("button", name="More tabs").click()
+        page.locator(".overflow-dropdown button", has_text=name).click()
+    page.locator(shown).first.wait_for(state="visible")
+
+
+def choose_kind(page: Page, label: str) -> None:
+    page.locator("#kind label", has_text=label).click()
+
+
+def set_number(page: Page, root: str, number: int | float) -> None:
+    """Type a value into a Gradio slider's number box and confirm it (a change event)."""
+    box = page.locator(f"{root} input[type=number]").first
+    box.fill(str(number))
+    box.press("Enter")
+
+
+def plot_point(page: Page, plot_id: str, x: float, y: float) -> tuple[float, float]:
+    """The page coordinates of the data point (x, y) of a plot (its first x and y axes), scrolled into view."""
+    page.locator(f"#{plot_id}").scroll_into_view_if_needed()
+    return page.evaluate(
+        f"""([id, x, y]) => {{
+            const gd = ({GD})(id), fl = gd._fullLayout, box = gd.getBoundingClientRect();
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + fl.yaxis.l2p(y)];
+        }}""",
+        [plot_id, x, y],
+    )
+
+
+def assert_not_injected(page: Page) -> None:
+    """The payload stayed text: nothing ran, and no element of it reached the DOM."""
+    found = page.evaluate(
+        """() => ({
+            xss: typeof window.__xss,
+            img: document.querySelectorAll('img[src="x"], img[onerror]').length,
+            script: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
+            bold: [...document.querySelectorAll('b')].filter(b => b.textContent === 'bold').length,
+        })"""
+    )
+    assert found == {"xss": "undefined", "img": 0, "script": 0, "bold": 0}, found
+
+
+def is_dark(page: Page) -> bool:
+    return page.evaluate("() => document.body.classList.contains('dark')")
