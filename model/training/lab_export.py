@@ -4,7 +4,8 @@ Per run ``NAME.json`` (config, parameters, budget, per-epoch log, the recorded c
 and test_2016_flickr greedy and beam 4 with sacreBLEU's signature, the time-lapse's steps, per-head statistics
 and roles, and the SHA-256 of the run's final float16 weights) and ``NAME.timelapse.npz`` (the time-lapse
 sentences' maps, one uint8 array per sentence and kind: (steps, L, H, Q, K), weight = value / 255).
-``sentences.json``: the time-lapse sentences, references and tokens. For ``LIVE`` siblings, a model folder
+``index.json``: the runs in order, the reference run, the live ones, and the time-lapse sentences with their
+references and tokens. For ``LIVE`` siblings, a model folder
 ``NAME/`` (config.json, float16 model.safetensors, tokenizer.model) that the app opens on demand.
 The model card gets a section listing every file with its SHA-256.
 """
@@ -26,6 +27,7 @@ from model.training.lab import BUDGET, BY_NAME, SIBLINGS
 LIVE = ("h1", "h1-unscaled", "h1-additive")  # the siblings a visitor can run on their own sentence
 TIMELAPSE_STATS = ("entropy", "confidence", "sharpness", "eos", "previous")
 BUDGET_BYTES = 64 * 2**20
+INDEX = "index.json"  # the runs in order, the reference, the live ones, the time-lapse sentences
 CARD_START, CARD_END = "<!-- lab: start -->", "<!-- lab: end -->"
 
 
@@ -158,7 +160,10 @@ def export_all(runs: Path, out: Path, card: Path | None = None) -> list[dict]:
     if not records:
         raise ValueError(f"{runs}: no finished run (none has result.json); train with `python -m model.lab train`")
     tok = Tokenizer(runs / records[0]["name"] / TOKENIZER_FILE)
-    atomic_write_text(out / "sentences.json", json.dumps(timelapse_tokens(tok), ensure_ascii=False, indent=1) + "\n")
+    index = {"runs": [r["name"] for r in records], "reference": SIBLINGS[0].name,
+             "live": [r["name"] for r in records if r["weights"]["folder"]], "budget": records[0]["budget"],
+             "sentences": timelapse_tokens(tok)}
+    atomic_write_text(out / INDEX, json.dumps(index, ensure_ascii=False, indent=1) + "\n")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"{out}: {size / 2**20:.1f} MB in {sum(1 for p in out.rglob('*') if p.is_file())} files", flush=True)
     if size > BUDGET_BYTES:
