@@ -114,3 +114,115 @@ def test_a_recorded_run_keeps_curves_and_a_time_lapse(corpus, tmp_path):
         np.testing.assert_allclose(cross.sum(-1), 1, atol=3e-3)
     stats = json.loads((out / "snapshots" / "step_00008.json").read_text())
     assert stats["sentences"] > 0 and len(stats["roles"]["cross"]) == TINY.n_layers
+
+
+# --------------------------------------------------------------------------------------- export and serving
+@pytest.fixture(scope="module")
+def tiny_lab(corpus, tmp_path_factory):
+    """Three tiny finished runs named like siblings (h8 the reference, h1 and h1-unscaled live), exported."""
+    from dataclasses import asdict
+
+    from model.training.lab import BY_NAME, score
+    from model.training.lab_export import export_all
+
+    root = tmp_path_factory.mktemp("lab")
+    runs, out, card = root / "runs", root / "assets", root / "CARD.md"
+    card.write_text("# Card\n\ntext kept\n")
+    for name in ("h8", "h1", "h1-unscaled"):
+        sib = BY_NAME[name]
+        run = runs / name
+        assert main(["--data", str(corpus), "--out", str(run), "--preset", "tiny", "--max-tokens", "120",
+                     "--precision", "fp32", "--epochs", "1", "--record-every", "4", "--snapshots", "--probe",
+                     str(corpus / "val"), "--seed", str(sib.seed), *sib.args]) == 0
+        steps = json.loads((run / "last" / "trainer.json").read_text())["step"]
+        result = {"sibling": asdict(sib), "steps": steps, **score(run, corpus)}
+        (run / "result.json").write_text(json.dumps(result))
+    records = export_all(runs, out, card)
+    return runs, out, card, records
+
+
+def test_the_export_holds_each_runs_curves_bleu_and_time_lapse(tiny_lab):
+    runs, out, card, records = tiny_lab
+    index = json.loads((out / "index.json").read_text())
+    assert index["runs"] == ["h8", "h1", "h1-unscaled"] and index["live"] == ["h1", "h1-unscaled"]
+    assert [s["source"] for s in index["sentences"]] == [en for en, _ in TIMELAPSE]
+    for name in index["runs"]:
+        record = json.loads((out / f"{name}.json").read_text())
+        run = runs / name
+        assert record["bleu"] == json.loads((run / "result.json").read_text())["bleu"]
+        assert set(record["bleu"]) == {"val.greedy", "val.beam4", "test_2016_flickr.greedy", "test_2016_flickr.beam4"}
+        curves = json.loads((run / "curves.json").read_text())
+        assert record["curves"]["step"] == [c["step"] for c in curves]
+        assert record["curves"]["grad_wk.cross"] == [c["grad_wk.cross"] for c in curves]
+        assert record["config"]["scaled"] == (name != "h1-unscaled")
+        steps = record["timelapse"]["steps"]
+        assert steps[0] == 0 and steps[-1] == record["steps"]
+        with np.load(out / record["timelapse"]["maps"]) as z, \
+                np.load(run / "snapshots" / f"step_{steps[-1]:05d}.npz") as last:
+            shipped = z["3.decoder_self"]
+            assert shipped.dtype == np.uint8 and shipped.shape[0] == len(steps)
+            recorded = last["3.decoder_self"].astype(np.float64)
+            np.testing.assert_allclose(shipped[-1] / 255, recorded, atol=0.5 / 255 + 1e-3)
+        folder = record["weights"]["folder"]
+        assert (folder is not None) == (name in index["live"])
+        if folder:
+            import hashlib
+
+            assert hashlib.sha256((out / folder / "model.safetensors").read_bytes()).hexdigest() == \
+                record["weights"]["sha256"]
+    text = card.read_text()
+    assert text.startswith("# Card\n\ntext kept\n") and text.count("## The lab's siblings") == 1
+    assert all(f"| {r['name']} |" in text and r["weights"]["sha256"][:16] in text for r in records)
+
+
+def test_the_lab_serves_runs_grouped_with_their_seeds(tiny_lab):
+    from model.serving.lab import Lab
+
+    _, out, _, records = tiny_lab
+    payload = Lab(out).runs_payload()
+    assert [r["name"] for r in payload["runs"]] == ["h8", "h1", "h1-unscaled"]
+    for entry, record in zip(payload["runs"], records):
+        assert {"name", "config", "seeds", "curves", "bleu"} <= set(entry)
+        assert entry["seeds"] == [1] and entry["bleu"] == [record["bleu"]]
+
+
+def test_the_time_lapse_is_steps_by_layers_by_heads_by_queries_by_keys(tiny_lab):
+    from model.serving.lab import Lab
+
+    _, out, _, records = tiny_lab
+    lab = Lab(out)
+    sentence = lab.sentences[2]
+    tl = lab.timelapse(sentence["source"], "cross")
+    assert tl["run"] == "h8" and tl["steps"] == records[0]["timelapse"]["steps"]
+    maps = np.array(tl["maps"])
+    shape = (len(tl["steps"]), TINY.n_layers, 8, len(sentence["target_tokens"]), len(sentence["source_tokens"]))
+    assert maps.shape == shape
+    np.testing.assert_allclose(maps.sum(-1), 1, atol=0.02)  # uint8-rounded rows
+    assert lab.timelapse("2", "cross")["maps"] == tl["maps"]
+    for bad, message in (((99, "cross"), "unknown example 99; choose one of: 0: Two dogs"),
+                         ((0, "self"), "unknown kind 'self'; choose one of: encoder_self, decoder_self, cross")):
+        with pytest.raises(ValueError, match=message):
+            lab.timelapse(*bad)
+    with pytest.raises(ValueError, match="unknown run 'h3'; choose one of: h8, h1, h1-unscaled"):
+        lab.timelapse(0, "cross", run="h3")
+
+
+def test_siblings_open_on_demand_least_recently_used_first_and_attend_as_their_forward_pass(tiny_lab):
+    from model.serving.lab import Lab
+
+    _, out, _, _ = tiny_lab
+    lab = Lab(out, capacity=1)
+    assert lab.loaded() == []
+    with pytest.raises(ValueError, match="unknown run 'h8'; choose one of: h1, h1-unscaled"):
+        lab.translator("h8")  # trained, but its weights are not shipped
+    first = lab.translator("h1")
+    assert lab.translator("h1") is first and lab.loaded() == ["h1"]
+    unscaled = lab.translator("h1-unscaled")
+    assert lab.loaded() == ["h1-unscaled"] and unscaled.cfg.scale == 1.0
+    result = unscaled.attention("the dog runs .")
+    model = load_model(out / "h1-unscaled", torch.device("cpu")).eval()
+    src = torch.tensor([unscaled.token_ids("the dog runs .")])
+    maps = AttentionMaps()
+    with torch.no_grad():
+        model(src, torch.tensor([[TINY.bos_id, *result.target_ids]])[:, : result.cross.shape[2]], maps=maps)
+    np.testing.assert_allclose(result.cross, torch.cat(maps.cross).numpy(), atol=1e-5)
