@@ -226,3 +226,20 @@ def test_siblings_open_on_demand_least_recently_used_first_and_attend_as_their_f
     with torch.no_grad():
         model(src, torch.tensor([[TINY.bos_id, *result.target_ids]])[:, : result.cross.shape[2]], maps=maps)
     np.testing.assert_allclose(result.cross, torch.cat(maps.cross).numpy(), atol=1e-5)
+
+
+def test_the_app_runs_a_sibling_beside_the_shipped_model_in_one_cache(tiny_lab, tiny_model_dir):
+    from model.network.inference import Translator
+    from model.serving.batching import BatchSettings
+    from model.serving.lab import SHIPPED, Lab
+    from model.serving.runs import Runs
+
+    _, out, _, _ = tiny_lab
+    runs = Runs(Translator(tiny_model_dir, "cpu"), batching=BatchSettings(enabled=False), lab=Lab(out))
+    sibling = runs.lab_attention(" the dog runs . ", "h1")
+    assert runs.lab_attention("the dog runs .", "h1") is sibling  # cached by the cleaned text
+    np.testing.assert_array_equal(sibling.cross, runs.lab.translator("h1").attention("the dog runs .").cross)
+    assert sibling.encoder_self.shape[1] == 1  # h = 1
+    assert runs.lab_attention("the dog runs .", SHIPPED) is runs.attention("the dog runs .")
+    with pytest.raises(ValueError, match="unknown run 'h8'; choose one of: shipped, h1, h1-unscaled"):
+        runs.lab_attention("the dog runs .", "h8")

@@ -30,6 +30,7 @@ from model.probes.replay import LayerInputs, Sentence, layer_inputs, sentence_of
 from model.probes.steps import DecodeSteps, decode_steps
 from model.serving.batching import BatchedTranslator, BatchSettings
 from model.serving.cache import ByteLRU, budget_from_env
+from model.serving.lab import SHIPPED, Lab
 
 
 class AttentionKey(NamedTuple):
@@ -83,11 +84,12 @@ class Runs:
     model (``MODEL_RUNS``: with ``gpu``, each is wrapped in it once, here)."""
 
     MODEL_RUNS = ("_attention", "_translate", "_steps", "_probs", "_inside", "_contributions", "_layer_inputs",
-                  "_ablate", "_sample_stats")
+                  "_ablate", "_sample_stats", "_lab_attention")
 
     def __init__(self, translator: Translator, gpu: Callable | None = None, cache: ByteLRU | None = None,
-                 batching: BatchSettings | None = None):
+                 batching: BatchSettings | None = None, lab: Lab | None = None):
         self.translator, self.cfg = translator, translator.cfg
+        self.lab = Lab(device=translator.device) if lab is None else lab  # siblings load on first use
         self.cache = ByteLRU(budget_from_env()) if cache is None else cache
         batching = BatchSettings.from_env() if batching is None else batching
         self.batched = (BatchedTranslator(translator, batching.max_batch_size, batching.max_wait_s, batching.process)
@@ -122,6 +124,15 @@ class Runs:
     def trained(self, text: str) -> AttentionResult:
         """The model as trained (the paper's scale, its own translation), cached per sentence."""
         return self.attention(text)
+
+    def lab_attention(self, text: str, run: str) -> AttentionResult:
+        """A lab sibling's attention for ``text`` (greedy, as ``attention``), or the shipped model's for
+        ``run`` = ``SHIPPED``; cached beside every other result."""
+        text = clean_text(text)
+        if run == SHIPPED:
+            return self.attention(text)
+        self.lab.check_live(run)
+        return self.cached(("lab", run, text), lambda: self._lab_attention(text, run))
 
     def translate(self, text: str, beam: int) -> str:
         return self.cached(("translate", clean_text(text), beam), lambda: self._translate(text, beam))
@@ -185,6 +196,9 @@ class Runs:
 
     def _translate(self, text: str, beam: int) -> str:
         return self._model.translate(text, beam=beam)
+
+    def _lab_attention(self, text: str, run: str) -> AttentionResult:
+        return self.lab.translator(run).attention(text)
 
     def _steps(self, text: str) -> DecodeSteps:
         """The Decoding tab's steps: one DecodeSteps per sentence, ~4 MB at 100 tokens a side."""
