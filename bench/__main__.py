@@ -22,7 +22,7 @@ import traceback
 from importlib.metadata import version
 from pathlib import Path
 
-from viz.vocab import set_offline_env
+from viz.offline import set_offline_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"

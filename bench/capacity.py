@@ -106,10 +106,10 @@ def burst(quick: bool, log: Callable[[str], None]) -> dict:
 
 
 def cache(quick: bool, log: Callable[[str], None]) -> dict:
-    """The Attention tab's examples: first click (the model runs) and a second click from another session."""
-    from viz.views.attention import EXAMPLES
+    """The Attention tab's sample sentences: first click (the model runs) and a second click from another session."""
+    from viz.views.attention.maps import SAMPLE_SENTENCES
 
-    examples = [row[0] if isinstance(row, (list, tuple)) else row for row in EXAMPLES][: 3 if quick else None]
+    examples = list(SAMPLE_SENTENCES)[: 3 if quick else None]
     first, second = [], []
     with app_process(("app.py",)) as app:
         client = GradioHTTP(app.url)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from viz.vocab import OFFLINE_ENV
+from viz.offline import OFFLINE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from bench.common import ROOT, SENTENCES, app_process, is_loopback
-from viz.views.projector import TITLE_PX
+from viz.views.attention.projector import TITLE_PX
 
 SHOTS = ROOT / "screenshots"
 SIZES = ((1280, 720), (390, 844))

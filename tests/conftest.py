@@ -24,7 +24,7 @@ os.environ.setdefault("ATTN_BATCH_PROCESS", "0")
 
 from helpers.served import Served, served_app
 
-from viz.vocab import set_offline_env
+from viz.offline import set_offline_env
 
 set_offline_env()  # nothing leaves loopback, before any test imports gradio
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need on a fresh machine (a virtual environment with
 # requirements.txt + tests/requirements.txt, and Debian's Chromium for the browser tests), then runs ruff
-# and every test. `.ci/run` runs exactly this.
+# and every test. `.ci/run` runs exactly this. Arguments go to pytest: `tests/run.sh -m "not browser"` leaves out the
+# browser tests (tests/test_browser*.py), `-m browser` runs only them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}

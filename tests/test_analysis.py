@@ -16,6 +16,7 @@ from model.probes.ablation import Sample, file_sha256
 from model.probes.analysis import (
     NO_DATA,
     ROLE_THRESHOLDS,
+    STAT_LABELS,
     STATS,
     HeadStats,
     RoleThresholds,
@@ -31,8 +32,8 @@ from model.probes.analysis import (
     stats_file_record,
 )
 from model.terms import KINDS
-from viz.encode import plotly_dict
-from viz.views.head_analysis import analysis_markdown, cell_from_click, rollout_plots, stats_grid_spec, stats_view
+from viz.stats_grid import stats_grid_spec
+from viz.views.head_analysis import analysis_markdown, cell_from_click, rollout_plots, stats_grid_plot, stats_view
 
 SRC = ["▁a", "▁b", ".", "</s>"]  # S = 4: two words, a full stop, EOS
 
@@ -218,16 +219,17 @@ def test_head_stats_payload(translator):
 def test_stats_grid_shows_each_heads_value_and_role(translator):
     stats = sentence_stats(translator.attention(SENTENCES[0]))
     roles = stats.roles()
-    fig = plotly_dict(stats_grid_spec(stats, "offset", title="<b>x</b>"))
+    fig = stats_grid_plot(stats, "offset", title="<b>x</b>")
     assert [t["customdata"][0][0][0] for t in fig["data"]] == ["encoder_self", "decoder_self"]  # offset: no cross
-    enc = stats_grid_spec(stats, "confidence")["data"][0]
+    means = {kind: stats.mean(kind, "confidence") for kind in KINDS}
+    enc = stats_grid_spec(means, roles, "confidence", STAT_LABELS["confidence"])["data"][0]
     np.testing.assert_allclose(enc["z"], stats.mean("encoder_self", "confidence"), rtol=1e-6)
     layer, head = 1, 2
     role = roles["encoder_self"][layer][head]
     assert list(enc["customdata"][layer, head]) == ["encoder_self", layer + 1, head + 1, role]
     assert "<b>" not in fig["layout"]["title"]["text"]
     with pytest.raises(ValueError, match="Unknown statistic"):
-        stats_grid_spec(stats, "nonsense")
+        stats_grid_plot(stats, "nonsense")
     assert "EOS-sink" in analysis_markdown(stats, "this sentence")
 
 

@@ -24,7 +24,7 @@ import pytest
 from helpers.raw_api import Answer, RawClient, api_info, arguments, valid
 
 from bench.common import ROOT, free_port
-from viz.vocab import OFFLINE_ENV
+from viz.offline import OFFLINE_ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 

@@ -18,7 +18,7 @@ from helpers.layout import assert_layout_without_overlaps
 from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
 from playwright.sync_api import Browser, Page
 
-from viz.views import examples, projector
+from viz.views.attention import examples, projector
 
 WIDTH, HEIGHT = 1280, 720
 GUIDE_SHOWN = "() => { const e = document.querySelector('#guide'); return !!e && e.offsetParent !== null; }"

@@ -1,7 +1,7 @@
-"""Made for the classroom, without a browser: a view as a link (viz.views.share), the curated
-examples (viz.views.examples), the projector's figures (viz.views.projector) and "How to read this" on
-every tab (viz.views.reading, app.how_to_read). The tiny model's results; the examples' claims about the
-shipped model are tests/test_examples_shipped.py, the page itself tests/test_browser_classroom.py.
+"""Made for the classroom, without a browser: a view as a link (viz.views.attention.share), the curated
+examples (viz.views.attention.examples), the projector's figures (viz.views.attention.projector) and "How to read
+this" on every tab (viz.views.reading, viz.ui.wiring.how_to_read). The tiny model's results; the examples' claims
+about the shipped model are tests/test_examples_shipped.py, the page itself tests/test_browser_classroom.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from helpers.plotly import array
 
 from model.network.inference import AttentionResult, Translator
 from model.terms import KINDS
-from viz.views import attention, examples, projector, reading, share
+from viz.views import reading
+from viz.views.attention import examples, projector, share
+from viz.views.attention import maps as attention
+from viz.views.page import PAGE
 
 TEXT = "a big dog runs in the park."
 TABS = ("attention", "decoding", "scaling")
@@ -245,5 +248,5 @@ def test_every_tab_of_the_app_folds_a_how_to_read_note(tiny_model_dir):
         assert phrase in attention_note
     # the contract with the page script names the elements that hold the view
     ids = {block.elem_id for block in demo.blocks.values()}
-    assert set(app.PAGE["view"]) == set(share.PARAMS) - {"tab"}
-    assert set(app.PAGE["view"].values()) | {app.PAGE["detail"], app.PAGE["copyLink"]} <= ids
+    assert set(PAGE["view"]) == set(share.PARAMS) - {"tab"}
+    assert set(PAGE["view"].values()) | {PAGE["detail"], PAGE["copyLink"]} <= ids

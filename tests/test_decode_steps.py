@@ -1,4 +1,5 @@
-"""Decoding step by step (model.probes.steps) and its presenter (viz.views.decode_steps)."""
+"""Decoding step by step (model.probes.steps) and its presenter (viz.views.decode_steps); the Attention tab's
+alignment view (viz.views.attention.alignment)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from model.network.inference import ASSETS, Translator
 from model.probes.steps import DECIMALS, TOP_K, DecodeSteps, decode_steps
 from model.serving.runs import Runs
 from viz.encode import plotly_json
-from viz.views.decode_steps import MEAN, alignment_plot, decode_step_view, md_escape, sentence_to_follow
+from viz.text import md_escape
+from viz.views.attention.alignment import alignment_plot
+from viz.views.decode_steps import MEAN, decode_step_view, sentence_to_follow
 
 TEXT = "a red dog runs in the park."
 STEP_KEYS = {"prefix_tokens", "top_tokens", "top_probs", "chosen_token", "cross", "decoder_self"}

@@ -1,7 +1,7 @@
 """Every claim the app's curated examples make is a fact about the SHIPPED model (assets/model).
 
 Each caption says where to look (kind, layer, head, a row) and what is there (the token that row writes,
-the token it looks at most); ``viz.views.examples.check`` tests that on the model's own run of the
+the token it looks at most); ``viz.views.attention.examples.check`` tests that on the model's own run of the
 sentence. A retrained model that no longer does this fails here, by the example's name, with what it does
 instead: rewrite that caption (or pick another head) from the new model, never the test.
 Also: the page's default view, chosen by a statistic, is a sharp head on the default sentence.
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from model.network.inference import ASSETS, Translator
-from viz.views import attention, examples, share
+from viz.views.attention import examples, share
+from viz.views.attention import maps as attention
 
 
 @pytest.fixture(scope="module")

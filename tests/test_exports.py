@@ -20,7 +20,7 @@ from helpers.raw_api import RawClient, api_info, arguments
 
 from bench.common import SENTENCES
 from model.network.inference import JSON_DECIMALS, Translator
-from viz.views import attention
+from viz.views.attention import maps as attention
 from viz.views.exports import MAX_BYTES, MAX_EXPORTS, ExportFolder
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")

@@ -21,9 +21,10 @@ from model.network.inference import Translator
 from model.probes.forcing import TokenProbs, token_probs
 from viz.heatmaps import MASKED_HOVER
 from viz.probs import AGREE_COLOR, DISAGREE_COLOR, token_probs_spec
-from viz.views import attention, teacher
-from viz.views.context import CUT_OFF, export_title, next_tokens, shift_note, with_export
-from viz.views.figure import finish_figure
+from viz.views.attention import maps as attention
+from viz.views.attention import teacher
+from viz.views.attention.context import CUT_OFF, export_title, next_tokens, shift_note, with_export
+from viz.views.outputs import finish_figure
 
 TEXT = "a big dog runs in the park."
 GIVEN = "ein großer hund rennt in dem park."

@@ -19,9 +19,10 @@ from model.probes.inside import contribution_maps
 from model.probes.replay import prepare, sentence_of
 from model.serving.cache import ByteLRU
 from model.serving.runs import Runs
-from viz.views import attention, closeup
-from viz.views import contributions as measures
 from viz.views import inside_head as inside_view
+from viz.views.attention import closeup
+from viz.views.attention import contributions as measures
+from viz.views.attention import maps as attention
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 

@@ -3,6 +3,7 @@
     model/           never imports viz, gradio (or the app and its benchmark); its rooms import downwards
     viz/ (drawing)   never imports gradio or torch: arrays and token lists in, figures out
     viz/views/       never imports gradio (the presenters may call the model, hence torch)
+    viz/ui/          the app's Gradio code: with app.py, the only modules that import gradio; never imports app.py
     app.py           importing it loads no model and changes no global state
 
 ``sys.modules`` only grows, so the first module after whose import a forbidden package is present is the
@@ -69,12 +70,34 @@ def test_the_models_rooms_import_downwards_only():
     assert not [n for n in ast.walk(terms) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
+def test_gradio_only_in_app_and_viz_ui():
+    """Of the app's own code (app.py, model/, viz/), only app.py and viz/ui/ import gradio; viz/ui/ never imports
+    app.py back (its tabs get what they share from viz.ui.wiring)."""
+    importers, ui_imports_app = set(), []
+    for path in [ROOT / "app.py", *sorted((ROOT / "model").rglob("*.py")), *sorted((ROOT / "viz").rglob("*.py"))]:
+        name = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""]
+            else:
+                continue
+            if any(t == "gradio" or t.startswith("gradio.") for t in targets):
+                importers.add(name)
+            if name.startswith("viz/ui/") and "app" in targets:
+                ui_imports_app.append(name)
+    assert {"app.py", "viz/ui/wiring.py", "viz/ui/patches.py"} <= importers, importers
+    assert {n for n in importers if n != "app.py" and not n.startswith("viz/ui/")} == set()
+    assert ui_imports_app == []
+
+
 def test_viz_never_imports_gradio_and_draws_without_torch():
-    names = modules("viz")
+    names = [n for n in modules("viz") if not n.startswith("viz.ui")]  # viz/ui/ is the app's Gradio code
     drawing = [n for n in names if not n.startswith("viz.views")]
     views = [n for n in names if n.startswith("viz.views")]
     assert {"viz.heatmaps", "viz.scaling", "viz.architecture", "viz.vocab"} <= set(drawing)
-    assert {"viz.views.attention", "viz.views.scaling"} <= set(views)
+    assert {"viz.views.attention.maps", "viz.views.scaling"} <= set(views)
     found = first_offenders(drawing + views, {"gradio", "torch", "app", "bench"})
     assert "gradio" not in found and "app" not in found and "bench" not in found, found
     assert found.get("torch") is None or found["torch"].startswith("viz.views"), found
@@ -104,7 +127,7 @@ assert torch.get_num_threads() == 2, torch.get_num_threads()
 assert dict(os.environ) == environ, set(os.environ.items()) ^ set(environ.items())
 assert "demo" not in vars(app) and callable(app.create_app) and callable(app.main)
 """
-    from viz.vocab import OFFLINE_ENV  # the variables set: app.py only adds them where they are missing
+    from viz.offline import OFFLINE_ENV  # the variables set: app.py only adds them where they are missing
 
     env = {**os.environ, **OFFLINE_ENV}
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, timeout=300)

@@ -16,8 +16,8 @@ from helpers.plotly import array
 
 from model.network.inference import Translator
 from viz.heatmaps import detail_spec
-from viz.views import attention
-from viz.views.focus import (
+from viz.views.attention import maps as attention
+from viz.views.attention.focus import (
     LINE_HEIGHT,
     LONG_TOKENS,
     MIN_AXIS_PX,

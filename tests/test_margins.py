@@ -11,8 +11,9 @@ import pytest
 
 from viz import margins
 from viz.heatmaps import detail_spec, overview_spec
-from viz.views import attention, focus
-from viz.views.focus import thin_ticks
+from viz.views.attention import focus
+from viz.views.attention import maps as attention
+from viz.views.attention.focus import thin_ticks
 
 
 def spec_for(tokens: list[str], **options) -> dict:
@@ -59,7 +60,7 @@ def test_the_margins_grow_with_the_labels_and_list_the_angles_in_plotlys_order()
     assert first["angles"][1][2] > first["angles"][0][2] + 60  # slanted: room left of the plot for it
     assert last["angles"][1][2] == last["angles"][0][2]  # its last label ends at its tick: no room needed there
     # the colour bar's column: its tick labels and title; the masked cells' legend (decoder self-attention) wider;
-    # viz.views.focus thins the long sentences' labels for a plot area less these
+    # viz.views.attention.focus thins the long sentences' labels for a plot area less these
     masked = fitted(spec_for(["a", "b", "c"], causal=True))
     assert 60 < short["r"] <= focus.COLORBAR_PX < masked["r"] <= focus.LEGEND_PX
 

@@ -20,10 +20,11 @@ from model.serving.runs import Runs
 from model.terms import KINDS
 from viz.architecture import figure1_svg
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
-from viz.views import architecture, attention, scaling
+from viz.views import architecture, scaling
+from viz.views.attention import maps as attention
 from viz.views.exports import ExportFolder
-from viz.views.figure import Figure, finish_figure
 from viz.views.model_card import model_card
+from viz.views.outputs import Figure, finish_figure
 from viz.vocab import AXIS_LABELS, KIND_LABELS
 
 TEXT = "a big dog runs in the park."

@@ -1,6 +1,6 @@
 """The tabs' listeners as presenters, without a server: what each returns for the page's outputs, in order —
 values, figures, ``Update``s (a tab opened, a slider's range, a section shown) and ``SKIP`` (no change) — and
-``app.listener``'s translation of those for Gradio. The tiny model; the served page is the browser tests'.
+``viz.ui.wiring.listener``'s translation of those for Gradio. The tiny model; the served page is the browser tests'.
 """
 
 from __future__ import annotations
@@ -11,25 +11,18 @@ import gradio as gr
 import pytest
 from gradio.utils import get_type_hints
 
-import app
 from model.network.inference import Translator
 from model.serving.cache import ByteLRU
 from model.serving.runs import Runs
-from viz.views import (
-    api,
-    architecture,
-    attention,
-    classroom,
-    closeup,
-    examples,
-    share,
-    teacher,
-)
-from viz.views import contributions as measures
+from viz.ui.wiring import listener
+from viz.views import api, architecture
 from viz.views import decode_steps as decoding
 from viz.views import head_analysis as heads_view
 from viz.views import inside_head as inside_view
-from viz.views.updates import SKIP, Update, open_tab, skipped
+from viz.views.attention import classroom, closeup, examples, share, teacher
+from viz.views.attention import contributions as measures
+from viz.views.attention import maps as attention
+from viz.views.outputs import SKIP, Update, open_tab, skipped
 
 TEXT = "a big dog runs in the park."
 GIVEN = "ein großer hund."
@@ -46,20 +39,20 @@ def same_figure(a, b) -> bool:
 
 # ------------------------------------------------------------------------------------- listener and updates
 def test_listener_turns_updates_into_gradio_updates():
-    run = app.listener(lambda: (open_tab("inside"), SKIP, Update(choices=[("a", 0)], value=0), 3))
+    run = listener(lambda: (open_tab("inside"), SKIP, Update(choices=[("a", 0)], value=0), 3))
     assert run() == ({"__type__": "update", "selected": "inside"}, gr.skip(), gr.update(choices=[("a", 0)], value=0),
                      3)
     assert skipped(2) == (SKIP, SKIP) and Update(value=1) == Update(value=1) != Update(value=2)
 
 
 def test_a_bound_endpoint_keeps_its_signature_and_type_hints(runs):
-    run = app.listener(api.inside_head, runs)
+    run = listener(api.inside_head, runs)
     assert list(run.__annotations__) == ["text", "target", "kind", "layer", "head", "query", "factor", "return"]
     assert get_type_hints(run) == {"text": str, "target": str, "kind": str, "layer": float, "head": float,
                                    "query": float, "factor": float | None, "return": dict}  # gr.api reads these
     assert run.__doc__ == api.inside_head.__doc__
     with pytest.raises(gr.Error, match="sentence"):
-        app.listener(api.translate, runs)("")
+        listener(api.translate, runs)("")
 
 
 # ------------------------------------------------------------------------------------------ the endpoints

@@ -16,8 +16,10 @@ from gradio.components.plot import PlotData
 import app
 from model.network.inference import Translator
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL, overview_spec
-from viz.views.figure import finish_figure
-from viz.views.page import SCRIPTS, WEB
+from viz.ui.patches import progress_on_components
+from viz.ui.wiring import listener
+from viz.views.outputs import finish_figure
+from viz.views.page import PAGE, SCRIPTS, WEB
 
 ENDPOINTS = {"visualise", "render_views", "render_detail", "export", "figure1", "scaling_live", "scaling_variance",
              "scaling_saturation", "translate", "attention"}
@@ -30,19 +32,22 @@ def demo(tiny_model_dir) -> gr.Blocks:
 
 def test_the_page_script_reads_exactly_the_contract_app_py_writes(demo):
     script = app.page_script()
-    assert set(re.findall(r"(?<![\w./])page\.(\w+)", script)) == set(app.PAGE)  # not viz.views.page.X, web/page.js
+    assert set(re.findall(r"(?<![\w./])page\.(\w+)", script)) == set(PAGE)  # not viz.views.page.X, web/page.js
     elem_ids = {block.elem_id for block in demo.blocks.values()}
     for key in ("overview", "tileClick", "figure1", "blockClick"):
-        assert app.PAGE[key] in elem_ids, key
-    assert (app.PAGE["layerLabel"], app.PAGE["headLabel"]) == (LAYER_LABEL, HEAD_LABEL)
-    assert script.endswith(f")({json.dumps(app.PAGE)})")
+        assert PAGE[key] in elem_ids, key
+    assert (PAGE["layerLabel"], PAGE["headLabel"]) == (LAYER_LABEL, HEAD_LABEL)
+    assert script.endswith(f")({json.dumps(PAGE)})")
 
 
-def test_the_page_script_is_every_file_of_assets_web_in_order():
-    """One file per feature under assets/web/, each in the script once, in the order of ``SCRIPTS``."""
+def test_the_page_script_is_its_files_in_order():
+    """page.js, then one file per feature under assets/web/, each in the script once, in the order of ``SCRIPTS``
+    (events.js there is the listeners' own, not the page script's)."""
     script = app.page_script()
-    assert sorted(SCRIPTS) == sorted(path.name for path in WEB.glob("*.js")) and SCRIPTS[0] == "page.js"
-    at = [script.index((WEB / name).read_text(encoding="utf-8").strip()) for name in SCRIPTS]
+    assert SCRIPTS[0] == "page.js" and set(SCRIPTS) <= {path.name for path in WEB.glob("*.js")} - {"events.js"}
+    texts = [(WEB / name).read_text(encoding="utf-8").strip() for name in SCRIPTS]
+    assert [script.count(text) for text in texts] == [1] * len(SCRIPTS)
+    at = [script.index(text) for text in texts]
     assert at == sorted(at)
 
 
@@ -57,7 +62,7 @@ def test_the_label_patterns_read_layer_and_head_off_the_overview():
 
 def test_no_event_shows_its_progress_on_a_layout_block(demo):
     """Gradio's page re-reads every component inside a progress target on each status change of any event: the tabs
-    as one would make every click walk the whole app (app.progress_on_components)."""
+    as one would make every click walk the whole app (progress_on_components)."""
     tabs_events = [fn for fn in demo.fns.values() if any(isinstance(o, gr.Tabs) for o in fn.outputs)]
     assert len(tabs_events) >= 5  # links, tiles and buttons open tabs
     for fn in demo.fns.values():
@@ -68,7 +73,7 @@ def test_no_event_shows_its_progress_on_a_layout_block(demo):
             button = gr.Button()
         button.click(lambda: gr.Tabs(selected="a"), None, tabs)
     with pytest.raises(ValueError, match="only layout blocks"):
-        app.progress_on_components(other)
+        progress_on_components(other)
 
 
 def test_every_named_endpoint_is_there(demo):
@@ -83,7 +88,7 @@ def test_listener_turns_figures_into_plots_and_errors_into_messages():
             raise ValueError("value must not be negative")
         return finish_figure({"data": [], "layout": {}}, "f"), bound * value, [value]
 
-    run = app.listener(present, 3)
+    run = listener(present, 3)
     figure, number, items = run(2)
     assert isinstance(figure, PlotData) and json.loads(figure.plot)["config"]["toImageButtonOptions"]["filename"] == "f"
     assert (number, items) == (6, [2])
@@ -91,4 +96,4 @@ def test_listener_turns_figures_into_plots_and_errors_into_messages():
     with pytest.raises(gr.Error, match="value must not be negative"):
         run(-1)
     with pytest.raises(ZeroDivisionError):  # not a user's mistake: not turned into a message
-        app.listener(lambda: 1 / 0)()
+        listener(lambda: 1 / 0)()

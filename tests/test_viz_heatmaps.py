@@ -15,10 +15,10 @@ from viz.heatmaps import (
     check_attention,
     detail_figure,
     detail_spec,
-    escape_token,
     overview_figure,
     overview_spec,
 )
+from viz.text import escape_token
 
 
 def attention(*shape: int, seed: int = 0) -> np.ndarray:
@@ -473,7 +473,7 @@ def test_a_100_token_close_up_keeps_its_column_labels_a_line_apart_on_a_390_px_p
     """Long sentences stay readable: at 390×844 the close-up's plot area is ~158 px (measured: 326-px figure, rows
     labelled with 8-letter words); the thinning must hold for that, for longer row labels and beside the masked
     cells' legend."""
-    from viz.views.focus import LINE_HEIGHT, PHONE_FIGURE_PX, columns_px, thin_ticks
+    from viz.views.attention.focus import LINE_HEIGHT, PHONE_FIGURE_PX, columns_px, thin_ticks
 
     n = 100
     words = [f"\u2581{'w' * (3 + i % 6)}{i}" for i in range(n)]  # row labels up to 10 characters

@@ -5,15 +5,7 @@ Shape contract (as in BertViz, checked by `check_attention` with clear ValueErro
   one map is `(Q, K)`. Row q holds how much query token q attends to each key token, so rows sum
   to 1 and every value lies in [0, 1]. `query_tokens` has Q entries, `key_tokens` has K.
 
-Token display (`escape_token`), for raw SentencePiece pieces:
-  "▁Haus" -> "Haus"   a piece that starts a word loses its "▁" marker;
-  "tür"   -> "·tür"   a piece that continues a word gets a leading middle dot;
-  "."     -> "."      ... unless it is only punctuation (no "·." after "Schnee");
-  "▁"     -> "␣"      a lone word marker stays visible;
-  "<s>", "</s>", "<unk>" are shown as they are (but escaped, like all text).
-  Then control characters become "�", text over `max_len` characters ends in "…", and
-  & < > " ' $ become HTML entities, so plotly shows "<b>" literally instead of bold text
-  (and "$...$" never reaches MathJax).
+Token display: every token and every piece of text goes through ``viz.text`` (``escape_token``, ``escape_text``).
 
 Colours: one Viridis scale on 0..1 for both figures: perceptually uniform, colour-blind safe,
 and it keeps its contrast on a projector. Backgrounds are transparent and text is mid-grey, so the
@@ -37,20 +29,24 @@ listed in the legend beside the colour bar as "masked". The overview's payload g
 Detail view: float32 z, zmin 0 / zmax 1, tokens at numeric positions with tickvals/ticktext (plotly
 merges repeated category labels), per-cell customdata for the hover "query → key: weight".
 Titles and axis labels are escaped too (no markup from the caller).
+
+Marks on a drawn figure (the Head analysis tab's): ``mark_off`` shades switched-off heads' tiles on an overview;
+``add_title_line`` and ``rescale_detail`` give a detail map a second title line and colours from 0 to its maximum.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from model.terms import WORD_MARKER
+from viz.axes import bare_axis
 from viz.margins import COLORBAR_XPAD
+from viz.text import escape_text, escape_token
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 # Viridis, the same 10 stops as plotly.colors.sequential.Viridis.
@@ -72,45 +68,7 @@ _OVERVIEW_LABEL_BUDGET = 14_000  # characters of row/column labels before fallin
 LAYER_LABEL = r"^L(\d+) query "
 HEAD_LABEL = r"^H(\d+) key "
 
-_SPECIAL = re.compile(r"</?[A-Za-z0-9_|]{1,16}>")  # <s>, </s>, <unk>, <pad>, <2de>
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "$": "&#36;"})
 _NDIM_NAMES = {2: "(Q, K)", 3: "(H, Q, K)", 4: "(L, H, Q, K)"}
-
-
-def escape_token(piece: str, max_len: int = 24) -> str:
-    """Make one SentencePiece piece safe and readable as plotly label text (see the module docstring)."""
-    if not isinstance(piece, str):
-        raise ValueError(f"a token must be a str, got {type(piece).__name__}: {piece!r}")
-    if max_len < 2:
-        raise ValueError(f"max_len must be at least 2, got {max_len}")
-    if _SPECIAL.fullmatch(piece):
-        text = piece
-    elif piece.startswith(WORD_MARKER):
-        text = piece[1:] or "\u2423"
-    elif _is_punctuation(piece):  # "." "," "!" '"': read as punctuation, not as half a word
-        text = piece
-    else:
-        text = "\u00b7" + piece
-    text = text.replace(WORD_MARKER, " ")
-    text = "".join("\ufffd" if _is_control(ch) else ch for ch in text)
-    if len(text) > max_len:
-        text = text[: max_len - 1] + "\u2026"
-    return text.translate(_ENTITIES)
-
-
-def _is_punctuation(piece: str) -> bool:
-    """Only punctuation characters (Unicode categories P*): such a piece gets no continuation dot."""
-    return all(unicodedata.category(ch).startswith("P") for ch in piece)
-
-
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS
-
-
-def _escape_text(text: str) -> str:
-    """Escape free text (titles, axis labels) without the SentencePiece treatment."""
-    return "".join("\ufffd" if _is_control(ch) else ch for ch in str(text)).translate(_ENTITIES)
 
 
 def check_attention(
@@ -162,7 +120,7 @@ def _base_layout(title: str, height: int, template: dict | None = None) -> dict:
     """
     return dict(
         template=template or dict(layout=dict(hovermode="closest")),
-        title=dict(text=_escape_text(title), x=0, xref="paper", xanchor="left", font=dict(size=14)),
+        title=dict(text=escape_text(title), x=0, xref="paper", xanchor="left", font=dict(size=14)),
         height=height,
         autosize=True,
         margin=dict(l=8, r=8, t=40 if title else 12, b=8),
@@ -179,7 +137,7 @@ def _clean_axis(**extra) -> dict:
     drawing it, a forced layout of the whole page each time (a large part of the two heatmaps' drawing in
     Chromium's profiler); the margins already make room for the labels (``viz.margins`` in the app, plotly's
     automargin elsewhere)."""
-    return dict(showgrid=False, zeroline=False, showline=False, ticks="", ticklabeloverflow="allow", **extra)
+    return bare_axis(ticklabeloverflow="allow", **extra)
 
 
 def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
@@ -359,7 +317,7 @@ def detail_spec(
     `predicts`: per query row, the token that row predicts (decoder rows, §3.1: row i is fed token i and
     predicts token i+1), named in the hover.
     `query_start`, `key_start`: the sentence positions of the first row and column (a window of a longer
-    map, ``viz.views.focus``): rows and columns sit at their own positions, on the axes and in the hover.
+    map, ``viz.views.attention.focus``): rows and columns sit at their own positions, on the axes and in the hover.
     `subtitle`: a second, smaller title line (what a focused map leaves out).
     """
     w = check_attention(weights2d, query_tokens, key_tokens, ndim=2)  # (Q, K) float32
@@ -398,7 +356,7 @@ def detail_spec(
     layout = _base_layout(title, height=int(min(900, max(360, cell_px * n_q + 140))))
     layout.update(
         xaxis=_clean_axis(
-            title=dict(text=_escape_text(key_label)),
+            title=dict(text=escape_text(key_label)),
             tickmode="array",
             tickvals=k_pos.tolist(),
             ticktext=k_text,
@@ -406,7 +364,7 @@ def detail_spec(
             automargin=True,
         ),
         yaxis=_clean_axis(
-            title=dict(text=_escape_text(query_label)),
+            title=dict(text=escape_text(query_label)),
             tickmode="array",
             tickvals=q_pos.tolist(),
             ticktext=q_text,
@@ -417,7 +375,7 @@ def detail_spec(
     if causal and n_q > 1:
         _mask_layout(_staircase(n_q, key_start, query_start), layout, heatmap)
     if subtitle:
-        layout["title"]["subtitle"] = dict(text=_escape_text(subtitle), font=dict(size=12))
+        layout["title"]["subtitle"] = dict(text=escape_text(subtitle), font=dict(size=12))
         layout["margin"]["t"] += 22
     return dict(data=[heatmap], layout=layout)
 
@@ -434,3 +392,43 @@ def _cell_notes(n_q: int, n_k: int, causal: bool, predicts: Sequence[str] | None
     if causal:
         notes[np.triu_indices(n_q, k=1, m=n_k)] += "<br>" + MASKED_HOVER
     return notes
+
+
+# -------------------------------------------------------------------------------------- marks on a drawn figure
+OFF_COLOUR = "#ff2d55"  # a switched-off head's tile (the page frames the chosen tile in the same colour)
+
+
+def mark_off(figure: dict, off: list[tuple[int, int]]) -> None:
+    """Shade the tiles of the switched-off (layer, head)s (1-based) on a finished overview figure (the plain-JSON
+    dict of ``overview_spec``) and write "off" on them; the tiles are found by the overview's own row and column
+    labels (``LAYER_LABEL``, ``HEAD_LABEL``), as the page does."""
+    trace = next(t for t in figure["data"] if t.get("type") == "heatmap")
+
+    def span(labels, pattern: str, n: int) -> tuple[float, float]:  # category axis: a label's index is its place
+        at = [i for i, label in enumerate(labels) if (m := re.match(pattern, str(label))) and int(m.group(1)) == n]
+        return at[0] - 0.5, at[-1] + 0.5
+
+    layout = figure["layout"]
+    for layer, head in off:
+        (x0, x1), (y0, y1) = span(trace["x"], HEAD_LABEL, head), span(trace["y"], LAYER_LABEL, layer)
+        layout.setdefault("shapes", []).append(dict(
+            type="rect", name=f"L{layer} H{head} off", xref="x", yref="y", x0=x0, x1=x1, y0=y0, y1=y1,
+            fillcolor="rgba(0,0,0,0.55)", line=dict(color=OFF_COLOUR, width=2), layer="above"))
+        layout.setdefault("annotations", []).append(dict(
+            text="off", xref="x", yref="y", x=(x0 + x1) / 2, y=(y0 + y1) / 2, showarrow=False,
+            font=dict(color="#ffffff", size=11)))
+
+
+def add_title_line(spec: dict, line: str) -> None:
+    """Add ``line`` (plain text) under a detail figure's title, with the room it takes."""
+    spec["layout"]["title"]["text"] += "<br>" + html.escape(line, quote=False)
+    spec["layout"]["margin"]["t"] += 18
+
+
+def rescale_detail(spec: dict, top: float) -> None:
+    """Colour a detail heatmap from 0 to ``top`` instead of 0 to 1: rolled-out maps spread thin (a 0.1 maximum
+    is common), which the 0–1 range paints as one dark blank."""
+    heatmap = spec["data"][0]
+    ticks = [0.0, top / 2, top]
+    heatmap.update(zmax=top)
+    heatmap["colorbar"].update(tickvals=ticks, ticktext=[f"{t:.2f}" for t in ticks])

@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from viz.heatmaps import COLORSCALE, TEXT_COLOR, TRANSPARENT, escape_token
+from viz.axes import bare_axis
+from viz.heatmaps import COLORSCALE
 from viz.scaling import SCALED_COLOR, UNSCALED_COLOR
-from viz.vocab import KIND_LABELS
+from viz.text import escape_token
+from viz.vocab import KIND_LABELS, TEXT_COLOR, TRANSPARENT
 
 if TYPE_CHECKING:  # viz never imports torch at run time
     from model.probes.inside import HeadInside
@@ -79,10 +81,6 @@ def _figure_title(name: str, hi: HeadInside, shift: int = 0) -> dict:
     return _title(f'{name}<br><span style="font-size:12px">{_where(hi)}</span>', shift=shift)
 
 
-def _axis(**extra) -> dict:
-    return dict(showgrid=False, zeroline=False, showline=False, ticks="", automargin=True, **extra)
-
-
 def _layout(height: int, top: int = _TOP, **extra) -> dict:
     arrows = dict(arrowcolor=TEXT_COLOR, axref="pixel", ayref="pixel", yanchor="middle", font=dict(size=FONT_PX))
     layout = dict(
@@ -131,8 +129,9 @@ def _row_box(i: int, row0: float, row1: float, color: str = HIGHLIGHT, fill: str
 def _panel(layout: dict, i: int, x_domain, y_domain, **y_extra) -> None:
     """Place panel i's axes over ``x_domain`` × ``y_domain``; no tick labels unless ``y_extra`` asks."""
     xr, yr = _ref(i)
-    layout[_key("xaxis", i)] = _axis(domain=list(x_domain), anchor=yr, showticklabels=False)
-    layout[_key("yaxis", i)] = _axis(domain=list(y_domain), anchor=xr, **{"showticklabels": False, **y_extra})
+    layout[_key("xaxis", i)] = bare_axis(automargin=True, domain=list(x_domain), anchor=yr, showticklabels=False)
+    layout[_key("yaxis", i)] = bare_axis(automargin=True, domain=list(y_domain), anchor=xr,
+                                         **{"showticklabels": False, **y_extra})
 
 
 def _symbol(name: str, hi: HeadInside) -> str:
@@ -230,8 +229,8 @@ def scores_spec(hi: HeadInside) -> dict:
     for i, dom in enumerate(domains, start=1):
         xr, yr = _ref(i)
         bottom = i == 4
-        layout[_key("xaxis", i)] = _axis(
-            anchor=yr, matches=None if i == 1 else "x", range=[-0.5, n - 0.5], showticklabels=bottom,
+        layout[_key("xaxis", i)] = bare_axis(
+            automargin=True, anchor=yr, matches=None if i == 1 else "x", range=[-0.5, n - 0.5], showticklabels=bottom,
             tickmode="array", tickvals=list(range(n)), ticktext=[_tok(t) for t in hi.key_tokens])
         layout[_key("yaxis", i)] = dict(
             domain=list(dom), anchor=xr, zeroline=True, zerolinecolor=TEXT_COLOR, showgrid=True,
@@ -282,8 +281,8 @@ def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]]
     legend = dict(orientation="v", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
     layout = _layout(400 + room, top=_TOP + room, annotations=[_figure_title(title, hi, shift=room)],
                      barmode="group", showlegend=True, legend=legend)
-    layout["xaxis"] = _axis(tickmode="array", tickvals=list(range(n)), ticktext=[_tok(t) for t in hi.key_tokens],
-                            range=[-0.5, n - 0.5])
+    layout["xaxis"] = bare_axis(automargin=True, tickmode="array", tickvals=list(range(n)),
+                                ticktext=[_tok(t) for t in hi.key_tokens], range=[-0.5, n - 0.5])
     layout["yaxis"] = dict(range=[0, 1.05], showgrid=True, gridcolor=GRID, automargin=True)
     return dict(data=data, layout=layout)
 

@@ -14,7 +14,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.heatmaps import COLORSCALE, escape_token
+from viz.heatmaps import COLORSCALE
+from viz.text import escape_token
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 GRID_COLOR = "rgba(136,136,136,0.25)"

@@ -32,7 +32,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from viz.heatmaps import TEXT_COLOR, TRANSPARENT, _escape_text, check_attention, escape_token
+from viz.axes import bare_axis
+from viz.heatmaps import check_attention
+from viz.text import escape_text, escape_token
+from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 LEVELS = 10  # opacity resolution: weights are drawn at the nearest tenth
 THRESHOLD = 0.5 / LEVELS  # lines below this round to opacity 0 and are left out
@@ -47,11 +50,6 @@ LINE_PX = 2
 # trace ``meta`` entries it reads.
 LINE_META = "attnLines"  # on each line trace: {"head", "level", "q": [...], "k": [...]}
 TOKEN_META = "attnTokens"  # on each token column: "q" or "k"; its customdata is the token index
-
-
-def _axis(**extra) -> dict:
-    """An axis without zero line, border or tick marks (and no grid unless asked); the rest from the caller."""
-    return {"showgrid": False, "zeroline": False, "showline": False, "ticks": "", **extra}
 
 
 def head_color(head: int, alpha: float | None = None) -> str:
@@ -130,15 +128,15 @@ def _token_trace(side: str, texts: list[str], x: float, label: str) -> dict:
         marker=dict(size=10, color=TEXT_COLOR),
         customdata=list(range(n)),
         text=texts,
-        hovertemplate=f"{_escape_text(label)} %{{customdata}}: %{{text}}<extra></extra>",
+        hovertemplate=f"{escape_text(label)} %{{customdata}}: %{{text}}<extra></extra>",
         showlegend=False,
         meta={TOKEN_META: side},
     )
 
 
 def _token_axis(texts: list[str], rows: int, title: str, **extra) -> dict:
-    return _axis(
-        title=dict(text=_escape_text(title), font=dict(size=FONT_PX)),
+    return bare_axis(
+        title=dict(text=escape_text(title), font=dict(size=FONT_PX)),
         tickmode="array",
         tickvals=list(range(len(texts))),
         ticktext=texts,
@@ -193,7 +191,7 @@ def lines_spec(
         font=dict(color=TEXT_COLOR, size=FONT_PX),
         hovermode="closest",
         dragmode=False,
-        xaxis=_axis(range=[-0.08, 1.08], showticklabels=False, fixedrange=True),
+        xaxis=bare_axis(range=[-0.08, 1.08], showticklabels=False, fixedrange=True),
         yaxis=_token_axis(q_text, rows, query_label, side="left"),
         yaxis2=_token_axis(k_text, rows, key_label, side="right", overlaying="y"),
         legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="top", font=dict(size=FONT_PX),
@@ -201,5 +199,5 @@ def lines_spec(
         showlegend=len(heads) > 1,
     )
     if title:
-        layout["title"] = dict(text=_escape_text(title), x=0, xref="paper", xanchor="left", font=dict(size=FONT_PX))
+        layout["title"] = dict(text=escape_text(title), x=0, xref="paper", xanchor="left", font=dict(size=FONT_PX))
     return dict(data=data, layout=layout)

@@ -156,7 +156,7 @@ def fit(spec: dict) -> dict:
     ]
     if not columns:
         options = [(0, 0.0, left, below)]
-    elif "tickangle" in xaxis:  # the figure's own angle (long sentences: upright, thinned; viz.views.focus)
+    elif "tickangle" in xaxis:  # the figure's own angle (long sentences: upright, thinned; viz.views.attention.focus)
         angle = xaxis["tickangle"]
         own = [o for o in options if o[0] == angle] or [(angle, 0.0, left, below + widest)]
         options = [(angle, 0.0, *own[0][2:])]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from viz.heatmaps import _escape_text, escape_token
+from viz.text import escape_text, escape_token
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 AGREE_COLOR = "#0072b2"  # the model's first choice is the given token
@@ -58,7 +58,7 @@ def token_probs_spec(
               f"<span style='color:{DISAGREE_COLOR}'>■</span> it prefers another (named above the bar)")
     layout = dict(
         template=dict(layout=dict(hovermode="closest")),
-        title=dict(text="<br>".join(map(_escape_text, title)), x=0, xref="paper", xanchor="left", font=dict(size=13)),
+        title=dict(text="<br>".join(map(escape_text, title)), x=0, xref="paper", xanchor="left", font=dict(size=13)),
         height=300 if n > 12 else 260,
         autosize=True,
         margin=dict(l=8, r=8, t=40 + 18 * len(title), b=8),

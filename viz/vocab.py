@@ -1,16 +1,13 @@
 """The words and constants that the app, the figures, the benchmark and the tests share, in one place.
 
-Imports nothing (no torch, no gradio, no plotly), so any module may use it, and it is cheap to import
-before gradio (the offline settings must be in the environment before gradio is imported).
+Imports nothing (no torch, no gradio, no plotly), so any module may use it.
 
 The kinds of attention themselves, the input limit and the special pieces are the model's words: ``model.terms``
 (also torch-free). Here are the page's: how each kind is named, what its axes hold, the head selectors' mean, the
-text boxes' limit, the figures' colours, and the offline settings.
+text boxes' limit and the figures' colours. The offline settings are ``viz.offline``.
 """
 
 from __future__ import annotations
-
-import os
 
 KIND_LABELS = {
     "encoder_self": "Encoder self-attention",
@@ -29,12 +26,3 @@ MAX_CHARS = 2000  # per sentence, as the page's text boxes allow (the model read
 # Figures: transparent backgrounds and mid-grey text read on light and dark pages alike.
 TEXT_COLOR = "#888888"
 TRANSPARENT = "rgba(0,0,0,0)"
-
-# Offline and quiet: nothing leaves loopback (gradio_client also needs analytics_enabled=False).
-OFFLINE_ENV = {"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
-
-
-def set_offline_env() -> None:
-    """Put ``OFFLINE_ENV`` into ``os.environ`` where a variable is not set already; call before importing gradio."""
-    for key, value in OFFLINE_ENV.items():
-        os.environ.setdefault(key, value)

@@ -1,11 +1,11 @@
 /* Made for the classroom: the view in the URL, presentation mode, the Copy link button, the chosen tile framed in the
    overview, and the close-up driven by the keyboard. Reads page.view (query parameter -> element id of each control
-   that holds the view: viz.views.share), page.detail (the close-up's element id), page.copyLink (the Copy link
-   button's), page.overview and page.tileClick (the overview's tile message, see overview.js).
+   that holds the view: viz.views.attention.share), page.detail (the close-up's element id), page.copyLink (the Copy
+   link button's), page.overview and page.tileClick (the overview's tile message, see overview.js).
 
    The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
-   reads them back when a link is opened: viz.views.share). Written only once the first view has been drawn, so an
-   opened link is read before it is rewritten; other parameters (Gradio's __theme) are kept. */
+   reads them back when a link is opened: viz.views.attention.share). Written only once the first view has been
+   drawn, so an opened link is read before it is rewritten; other parameters (Gradio's __theme) are kept. */
 (page, {send, plotOf, layerOf, headOf}) => {
   const viewValue = (id) => {
     const root = document.getElementById(id);

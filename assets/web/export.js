@@ -1,11 +1,11 @@
 /* Exports that carry their context: a plot saved as PNG or SVG (the Export buttons, or plotly's own camera button).
    Reads no entry of the page contract; the overview's tiles by the shared layerOf / headOf.
 
-   window.attnDownload(id, format): the Export buttons (app.py) download the plot of element `id` as PNG or SVG,
-   client-side, through plotly's own camera button.
+   window.attnDownload(id, format): the Export buttons (viz/ui/tabs/attention.py) download the plot of element `id`
+   as PNG or SVG, client-side, through plotly's own camera button.
 
    A saved plot is drawn from an export layout: an opaque white background and dark text, and what the figure's
-   layout.meta.export adds (viz.views.context): its title (the sentence, the kind, layer and head) and, with
+   layout.meta.export adds (viz.views.attention.context): its title (the sentence, the kind, layer and head) and, with
    categoryTicks, the overview's tokens as tick labels (read off its row and column labels "L1 query 3: Hunde" ->
    "Hunde", tiles by page.layerLabel / page.headLabel), drawn on a canvas large enough for one legible label per cell
    (exportCell px, at most exportMax px wide). plotly copies gd.layout and its export options the moment the download

@@ -1,6 +1,6 @@
 /* Head analysis: a click on a cell of the statistics grid (page.cellGrid) sends "kind,layer,head,time" to
    page.cellClick (a hidden textbox): the server opens that head on the Attention tab. Each cell's customdata is
-   [kind, layer, head, role], 1-based (viz.views.head_analysis). A new figure's element is hooked anew. */
+   [kind, layer, head, role], 1-based (viz.stats_grid). A new figure's element is hooked anew. */
 (page, {send, eachPlot}) => {
   eachPlot(page.cellGrid, (gd) => {
     gd.on('plotly_click', (ev) => {

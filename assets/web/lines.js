@@ -9,7 +9,7 @@
    click) draws the focus again. Each new figure comes in a new element (draw.js), hooked as it appears.
    gd.dataset.attnFocus says which token is shown ("q:3", "").
 
-   Drawn only when on screen (it is below the fold, and its many traces cost a busy page hundreds of ms): app.py calls
+   Drawn only when on screen (it is below the fold, and its many traces cost a busy page hundreds of ms): the app calls
    window.attnLinesStale() after a run or a new choice; the view is then asked for (page.linesRequest) at once if it is
    on screen, else when it comes within 300 px of it. */
 (page, {send, onChange, eachPlot}) => {

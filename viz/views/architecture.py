@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from model.terms import KINDS
 from viz.architecture import figure1_svg
-from viz.views.attention import check_view
-from viz.views.updates import SKIP, Update, open_tab
+from viz.views.attention.maps import check_view
+from viz.views.outputs import SKIP, Update, open_tab
 
 if TYPE_CHECKING:
     from model.network.config import TransformerConfig

@@ -1,8 +1,8 @@
 """The Head analysis tab: what each head does, what the translation loses without it, raw vs rolled-out attention.
 
   stats_grid_plot     per kind a layers × heads grid coloured by one statistic, each cell labelled with the
-                      head's role; every cell's customdata is [kind, layer, head] (1-based), so a click can
-                      open that head on the Attention tab (``cell_from_click`` reads the page's message)
+                      head's role (drawn by ``viz.stats_grid``); a click on a cell opens that head on the
+                      Attention tab (``cell_from_click`` reads the page's message)
   analysis_markdown   what the statistics mean and the role rule (its thresholds from ``model.probes.analysis``)
   ablation_markdown   the sentence and the sample's BLEU/chrF with and without the switched-off heads
   ranking_markdown    the shipped ranking's top heads (``assets/head_ranking.json``)
@@ -14,9 +14,6 @@ All text from the model or the user is escaped (``escape_token`` for tokens, ``m
 
 from __future__ import annotations
 
-import html
-import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,12 +29,12 @@ from model.probes.analysis import (
     source_relevance,
 )
 from model.terms import KINDS
-from viz.heatmaps import COLORSCALE, HEAD_LABEL, LAYER_LABEL, detail_spec
-from viz.views.attention import overview_plot
-from viz.views.decode_steps import md_escape
-from viz.views.figure import Figure, finish_figure
-from viz.views.updates import open_tab, skipped
-from viz.vocab import AXIS_LABELS, KIND_LABELS, TEXT_COLOR, TRANSPARENT
+from viz.heatmaps import add_title_line, detail_spec, mark_off, rescale_detail
+from viz.stats_grid import stats_grid_spec
+from viz.text import md_escape
+from viz.views.attention.maps import overview_plot
+from viz.views.outputs import Figure, finish_figure, open_tab, skipped
+from viz.vocab import AXIS_LABELS
 
 if TYPE_CHECKING:
     from model.network.inference import AttentionResult
@@ -61,13 +58,6 @@ ABLATION_PROMPT = "Pick heads (or the ranking's top five) and press the button: 
 STAT_CHOICES = [(STAT_LABELS[s], s) for s in STATS]
 SCOPES = {"sentence": "this sentence", "sample": "the shipped sample (the first 200 pairs of Multi30k val)"}
 SCOPE_CHOICES = [("This sentence", "sentence"), ("Sample (200 val sentences)", "sample")]
-ROLE_SHORT = {  # cell text; the hover gives the full role
-    "EOS-sink": "EOS", "previous-token": "prev", "next-token": "next", "self": "self", "punctuation": "punct",
-    "alignment": "align", "broad": "broad", "mixed": "·", "no data": "",
-}
-DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#b2182b"]]  # RdBu
-_CELL_PX, _PANEL_GAP_PX, _TOP_PX = 30, 46, 40
-OFF_COLOUR = "#ff2d55"  # a switched-off head's tile (the page frames the chosen tile in the same colour)
 
 
 def check_stat(stat: str) -> str:
@@ -76,82 +66,12 @@ def check_stat(stat: str) -> str:
     return stat
 
 
-def _color_range(stat: str, values: np.ndarray) -> tuple[float, float, list]:
-    """(cmin, cmax, colorscale): shares on 0..1, entropy from 0, offset diverging around 0."""
-    finite = values[np.isfinite(values)]
-    top = float(np.abs(finite).max()) if finite.size else 1.0
-    if stat == "offset":
-        m = max(1.0, math.ceil(top))
-        return -m, m, DIVERGING
-    viridis = [list(stop) for stop in COLORSCALE]
-    if stat == "entropy":
-        return 0.0, max(1.0, math.ceil(top * 2) / 2), viridis
-    return 0.0, 1.0, viridis
-
-
-def stats_grid_spec(stats: HeadStats, stat: str, title: str = "") -> dict:
-    """One panel per kind where ``stat`` applies (rows = layers 1..N top down, columns = heads 1..h)."""
+def stats_grid_plot(stats: HeadStats, stat: str, title: str = "") -> Figure:
+    """The grid of ``stat`` (``viz.stats_grid``): one panel per kind where the statistic applies."""
     check_stat(stat)
     kinds = [k for k in KINDS if applies(k, stat)]
-    roles = stats.roles()
-    n_layers, n_heads = stats.n_layers, stats.n_heads
-    cmin, cmax, colorscale = _color_range(stat, np.stack([stats.mean(k, stat) for k in kinds]))
-    panel_px = n_layers * _CELL_PX
-    height = _TOP_PX + len(kinds) * (panel_px + _PANEL_GAP_PX)
-    data, annotations, layout = [], [], {}
-    for i, kind in enumerate(kinds):
-        values = stats.mean(kind, stat)  # (L, H) float64, NaN where no row was counted
-        top = _TOP_PX + i * (panel_px + _PANEL_GAP_PX) + _PANEL_GAP_PX - 8
-        y0, y1 = 1 - (top + panel_px) / height, 1 - top / height
-        suffix = "" if i == 0 else str(i + 1)
-        customdata = np.empty((n_layers, n_heads, 4), dtype=object)  # kind, layer, head, full role
-        for layer in range(n_layers):
-            for head in range(n_heads):
-                customdata[layer, head] = [kind, layer + 1, head + 1, roles[kind][layer][head]]
-        data.append(dict(
-            type="heatmap",
-            z=values.astype(np.float32),
-            x=np.arange(1, n_heads + 1),
-            y=np.arange(1, n_layers + 1),
-            xaxis=f"x{suffix}",
-            yaxis=f"y{suffix}",
-            coloraxis="coloraxis",
-            text=[[ROLE_SHORT.get(r, r) for r in row] for row in roles[kind]],
-            texttemplate="%{text}",
-            textfont=dict(size=11),
-            customdata=customdata,
-            xgap=2,
-            ygap=2,
-            hovertemplate=f"{html.escape(KIND_LABELS[kind])}<br>layer %{{customdata[1]}} · head %{{customdata[2]}}"
-            f"<br>{html.escape(STAT_LABELS[stat])}: %{{z:.3f}}<br>role: %{{customdata[3]}}<extra></extra>",
-        ))
-        axis = dict(showgrid=False, zeroline=False, showline=False, ticks="", fixedrange=True)
-        layout[f"xaxis{suffix}"] = dict(axis, domain=[0, 1], anchor=f"y{suffix}", tickmode="array",
-                                        tickvals=list(range(1, n_heads + 1)), side="top",
-                                        ticktext=[f"H{h}" for h in range(1, n_heads + 1)])
-        layout[f"yaxis{suffix}"] = dict(axis, domain=[y0, y1], anchor=f"x{suffix}", autorange="reversed",
-                                        automargin=True, tickmode="array", tickvals=list(range(1, n_layers + 1)),
-                                        ticktext=[f"L{layer}" for layer in range(1, n_layers + 1)])
-        annotations.append(dict(text=html.escape(KIND_LABELS[kind]), xref="paper", yref="paper", x=0, y=y1,
-                                yshift=22, xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=13)))
-    layout.update(
-        title=dict(text=html.escape(title), x=0, xanchor="left", font=dict(size=14)),
-        height=height,
-        autosize=True,
-        margin=dict(l=8, r=8, t=_TOP_PX if title else 12, b=8),
-        paper_bgcolor=TRANSPARENT,
-        plot_bgcolor=TRANSPARENT,
-        font=dict(color=TEXT_COLOR, size=12),
-        coloraxis=dict(cmin=cmin, cmax=cmax, colorscale=colorscale,
-                       colorbar=dict(title=dict(text=html.escape(stat), side="right"), thickness=12, outlinewidth=0)),
-        annotations=annotations,
-        template=dict(layout=dict(hovermode="closest")),
-    )
-    return dict(data=data, layout=layout)
-
-
-def stats_grid_plot(stats: HeadStats, stat: str, title: str = "") -> Figure:
-    return finish_figure(stats_grid_spec(stats, stat, title), f"head_{stat}")
+    spec = stats_grid_spec({k: stats.mean(k, stat) for k in kinds}, stats.roles(), stat, STAT_LABELS[stat], title)
+    return finish_figure(spec, f"head_{stat}")
 
 
 def stats_view(
@@ -214,28 +134,8 @@ def ablation_view(result: AblationResult, kind: str) -> tuple[str, Figure]:
         raise ValueError(f"Unknown kind {kind!r}: choose one of {', '.join(KINDS)}.")
     figure = overview_plot(result.attention, kind)
     off = [tuple(int(n) for n in h.split(":")[1:]) for h in result.heads_off if h.split(":")[0] == kind]
-    _mark_off(figure, off)
+    mark_off(figure, off)
     return ablation_markdown(result), figure
-
-
-def _mark_off(figure: Figure, off: list[tuple[int, int]]) -> None:
-    """Shade the overview's tiles of the switched-off (layer, head)s (1-based) and write "off" on them; the tiles
-    are found by the overview's own row and column labels (``LAYER_LABEL``, ``HEAD_LABEL``), as the page does."""
-    trace = next(t for t in figure["data"] if t.get("type") == "heatmap")
-
-    def span(labels, pattern: str, n: int) -> tuple[float, float]:  # category axis: a label's index is its place
-        at = [i for i, label in enumerate(labels) if (m := re.match(pattern, str(label))) and int(m.group(1)) == n]
-        return at[0] - 0.5, at[-1] + 0.5
-
-    layout = figure["layout"]
-    for layer, head in off:
-        (x0, x1), (y0, y1) = span(trace["x"], HEAD_LABEL, head), span(trace["y"], LAYER_LABEL, layer)
-        layout.setdefault("shapes", []).append(dict(
-            type="rect", name=f"L{layer} H{head} off", xref="x", yref="y", x0=x0, x1=x1, y0=y0, y1=y1,
-            fillcolor="rgba(0,0,0,0.55)", line=dict(color=OFF_COLOUR, width=2), layer="above"))
-        layout.setdefault("annotations", []).append(dict(
-            text="off", xref="x", yref="y", x=(x0 + x1) / 2, y=(y0 + y1) / 2, showarrow=False,
-            font=dict(color="#ffffff", size=11)))
 
 
 def ablation_for(ablate: Callable, result: AttentionResult | None, heads, kind: str,
@@ -346,23 +246,7 @@ def rollout_plots(result: AttentionResult | None, layer) -> tuple[Figure | None,
     for w, q, k, (title, second), ql, kl, name in specs:
         top = max(float(np.max(w)), 1e-3)  # each map its own range: rollout spreads thin, 0–1 would hide it
         spec = detail_spec(w, q, k, title, query_label=ql, key_label=kl)
-        _second_title_line(spec, f"{second} · colour 0–{top:.2f}")
-        _rescale(spec, top)
+        add_title_line(spec, f"{second} · colour 0–{top:.2f}")
+        rescale_detail(spec, top)
         figures.append(finish_figure(spec, name))
     return tuple(figures)
-
-
-def _second_title_line(spec: dict, line: str) -> None:
-    """Add ``line`` (plain text) under a detail figure's title, with the room it takes."""
-    spec["layout"]["title"]["text"] += "<br>" + html.escape(line, quote=False)
-    spec["layout"]["margin"]["t"] += 18
-
-
-def _rescale(spec: dict, top: float) -> None:
-    """Colour a detail heatmap from 0 to ``top`` instead of 0 to 1: rolled-out maps spread thin (a 0.1 maximum
-    is common), which the 0–1 range paints as one dark blank."""
-    heatmap = spec["data"][0]
-    ticks = [0.0, top / 2, top]
-    heatmap.update(zmax=top)
-    heatmap["colorbar"].update(tickvals=ticks, ticktext=[f"{t:.2f}" for t in ticks])
-

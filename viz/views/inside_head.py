@@ -12,14 +12,12 @@ by ``viz.inside``; here they are finished for gr.Plot, and the steps are written
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from viz.heatmaps import escape_token
 from viz.inside import (
     TOKEN_LEN,
     contributions_spec,
@@ -29,11 +27,10 @@ from viz.inside import (
     projections_spec,
     scores_spec,
 )
-from viz.views.decode_steps import md_escape
-from viz.views.figure import Figure, finish_figure
+from viz.text import md_escape, plain_token
 from viz.views.inputs import MAX_SCALE, check_alpha, check_kind, real_number, whole_number
+from viz.views.outputs import Figure, Update, finish_figure, open_tab, skipped
 from viz.views.scaling import factor_for
-from viz.views.updates import Update, open_tab, skipped
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
@@ -53,7 +50,7 @@ NO_SENTENCE = "Visualise a sentence on the Attention tab first: this tab looks i
 
 
 class InsideHeadView(NamedTuple):
-    """A tuple, in the order a listener's outputs list them: app.listener turns each Figure into a gr.Plot value."""
+    """A tuple, in the order a listener's outputs list them: viz.ui.wiring.listener makes a Figure a gr.Plot value."""
 
     markdown: str  # the steps as a table
     footnote4_text: str  # footnote 4 on this head, beside its figure
@@ -113,7 +110,7 @@ def check_query(value, tokens: Sequence[str]) -> int:
 
 def query_choices(tokens: Sequence[str]) -> list[tuple[str, int]]:
     """(label, position) pairs for the query chips, "3: dogs": plain text (a gr.Radio shows labels as text)."""
-    return [(f"{j}: {_plain(t)}", j) for j, t in enumerate(tokens)]
+    return [(f"{j}: {plain_token(t, TOKEN_LEN)}", j) for j, t in enumerate(tokens)]
 
 
 def head_choices(n_heads: int) -> list[tuple[str, int]]:
@@ -180,13 +177,8 @@ def inside_json(run: Run, attention: Callable[[str, str], AttentionResult], cfg:
 
 
 # ---------------------------------------------------------------------------------------------- Markdown
-def _plain(token: str) -> str:
-    """A token as the figures show it ("▁Haus" -> "Haus"), as plain (unescaped) text."""
-    return html.unescape(escape_token(token, TOKEN_LEN))
-
-
 def _md_tok(token: str) -> str:
-    return md_escape(_plain(token))
+    return md_escape(plain_token(token, TOKEN_LEN))
 
 
 def _norm(v: np.ndarray) -> str:

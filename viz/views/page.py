@@ -1,6 +1,6 @@
-"""The contract between app.py's page and its script: element ids and label patterns, written once, here (``PAGE``;
-app.py gives its components these ids), and the script itself, one file per feature under assets/web/ joined in a
-fixed order (``SCRIPTS``, ``page_script``)."""
+"""The contract between the app's page and its script: element ids and label patterns, written once, here (``PAGE``;
+the tabs, viz/ui/tabs/, give their components these ids), and the script itself, one file per feature under
+assets/web/ joined in a fixed order (``SCRIPTS``, ``page_script``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "lines": "lines", "lineMeta": LINE_META, "tokenMeta": TOKEN_META,  # the alignment view (viz.lines)
         "linesRequest": "lines-request",  # the page asks for the alignment view here when it is on screen
         "stepPrev": "step-prev", "stepNext": "step-next",  # the Decoding tab's buttons (and the arrow keys)
-        # the view in the URL (viz.views.share): query parameter -> element id; the close-up; the Copy link button
+        # the view in the URL (viz.views.attention.share): query parameter -> element id; the close-up; the Copy link
+        # button
         "view": {"text": "source", "target": "target", "kind": "kind", "layer": "layer", "head": "head",
                  "present": "present", "colour": "colour"}, "detail": "detail", "copyLink": "copy-link",
         "rowClick": "row-click",  # a click on a row of the close-up sends "row,time" here: "Inside a head" opens

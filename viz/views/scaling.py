@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from model.probes import scaling as footnote4
 from viz import scaling as figures
-from viz.views.attention import check_view, head_plot
-from viz.views.figure import Figure, finish_figure
+from viz.views.attention.maps import check_view, head_plot
 from viz.views.inputs import check_alpha, check_log2_dk, check_n_keys, check_seed, check_text, checked
+from viz.views.outputs import Figure, finish_figure
 from viz.vocab import MEAN
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from model.terms import EOS_PIECE as EOS
 from model.terms import WORD_MARKER
-from viz.views.context import next_tokens
+from viz.views.attention.context import next_tokens
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:
@@ -119,8 +119,8 @@ def _position(tokens: list[str], word: str, side: str) -> int:
 
 
 def next_token(result: AttentionResult, row: int) -> str:
-    """What decoder row ``row`` predicts, as captions name it (``viz.views.context.next_tokens``: the next row's
-    token, </s> after the last row of a finished translation, "…" after a cut-off one)."""
+    """What decoder row ``row`` predicts, as captions name it (``context.next_tokens``: the next row's token, </s>
+    after the last row of a finished translation, "…" after a cut-off one)."""
     return shown_token(next_tokens(result)[row])
 
 

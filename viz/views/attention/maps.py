@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from model.terms import KINDS
 from viz import margins
 from viz.heatmaps import detail_spec, overview_spec
-from viz.views import projector
-from viz.views.context import DECODER_KINDS, export_title, next_tokens, with_export
+from viz.views.attention import projector
+from viz.views.attention.context import DECODER_KINDS, export_title, next_tokens, with_export
+from viz.views.attention.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
 from viz.views.exports import ExportFolder
-from viz.views.figure import Figure, finish_figure
-from viz.views.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
 from viz.views.inputs import check_beam, check_head, check_kind, check_layer, check_scale, check_text  # noqa: F401
-from viz.views.updates import SKIP, Update
+from viz.views.outputs import SKIP, Figure, Update, finish_figure
 from viz.vocab import AXIS_LABELS, KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
@@ -28,15 +27,17 @@ if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.serving.runs import Runs, SessionResult
 
 KIND_CHOICES = [(label, kind) for kind, label in KIND_LABELS.items()]
-EXAMPLES = [  # captions like the training data, then everyday sentences it has rarely seen
-    ["Two dogs are running through the snow."],
-    ["A little girl in a pink dress is climbing a wooden fence."],
-    ["A man in a blue shirt is playing the guitar on the street."],
-    ["A group of people are standing in front of a large building."],
-    ["The cat sat on the mat."],
-    ["I would like a cup of coffee, please."],
-]
-DEFAULT_SOURCE = EXAMPLES[0][0]
+# Sentences to try (the first is the sentence box's default; the benchmark times them): captions like the training
+# data, then everyday sentences it has rarely seen. The examples that teach are ``examples.EXAMPLES``.
+SAMPLE_SENTENCES = (
+    "Two dogs are running through the snow.",
+    "A little girl in a pink dress is climbing a wooden fence.",
+    "A man in a blue shirt is playing the guitar on the street.",
+    "A group of people are standing in front of a large building.",
+    "The cat sat on the mat.",
+    "I would like a cup of coffee, please.",
+)
+DEFAULT_SOURCE = SAMPLE_SENTENCES[0]
 
 
 def head_choices(n_heads: int) -> list[tuple[str, int]]:
@@ -51,7 +52,7 @@ def check_view(cfg: TransformerConfig, kind: str, layer, head=MEAN) -> tuple[str
 
 def overview_plot(result: AttentionResult, kind: str, present: bool = False) -> Figure:
     """All layers × heads of one kind, as one heatmap (see ``viz.heatmaps.overview_spec``); ``present``:
-    for a projector (``viz.views.projector``)."""
+    for a projector (``viz.views.attention.projector``)."""
     q_tokens, k_tokens = result.tokens(kind)
     maps = result.maps(kind)  # (L, H, Q, K)
     spec = projector.fit_overview(overview_spec(maps, q_tokens, k_tokens, causal=kind == "decoder_self"))
@@ -65,9 +66,9 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
     """One head (or the mean of a layer's heads, ``head`` = MEAN) up close, tokens on the axes by position.
 
     The figure's title is ``title`` followed by the layer and the head ("… · layer 3 · head 5"), its subtitle
-    what ``focus`` changed ("tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.focus``).
-    ``colour`` is its colour scale and ``present`` presentation mode (``viz.views.projector``). Long
-    sentences get thinned, upright tick labels (``viz.views.focus.thin_ticks``).
+    what ``focus`` changed ("tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.attention.focus``).
+    ``colour`` is its colour scale and ``present`` presentation mode (``viz.views.attention.projector``). Long
+    sentences get thinned, upright tick labels (``viz.views.attention.focus.thin_ticks``).
     """
     maps = result.maps(kind)[layer - 1]  # (H, Q, K)
     weights = maps.mean(axis=0) if head == MEAN else maps[head - 1]  # (Q, K)
@@ -89,7 +90,7 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
 def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,
                 present=False, colour="fixed", first=1, last=None, hide_special=False) -> Figure | None:
     """The Attention tab's detail for the view's choices; None before the session has a result.
-    ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.focus.check_focus``)."""
+    ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.attention.focus.check_focus``)."""
     if result is None:
         return None
     kind, layer, head = check_view(cfg, kind, layer, head)
@@ -102,8 +103,8 @@ def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: st
 def views(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,
           present=False, colour="fixed", first=1, last=None, hide_special=False) -> tuple[Figure | None, ...]:
     """(overview, detail) for the view's choices, from the session's maps; (None, None) before it has any.
-    ``present`` (True for presentation mode) and ``colour`` (the close-up's scale): ``viz.views.projector``;
-    ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.focus``)."""
+    ``present`` (True for presentation mode) and ``colour`` (the close-up's scale): ``viz.views.attention.projector``;
+    ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.attention.focus``)."""
     if result is None:
         return None, None
     detail = detail_plot(cfg, result, kind, layer, head, present, colour, first, last, hide_special)

@@ -1,19 +1,18 @@
 """The Attention tab's figures with the close-up's focus, for either measure (weights or contributions).
 
-The same as ``viz.views.contributions``' ``views`` / ``detail_plot`` / ``toggled``, with three more choices
+The same as ``viz.views.attention.contributions``' ``views`` / ``detail_plot`` / ``toggled``, with three more choices
 at the end: ``first`` and ``last`` (the token range the close-up shows) and ``hide_special`` (drop <s> and
-</s>, rows renormalised) — see ``viz.views.focus``. The overview always shows every token.
+</s>, rows renormalised) — see ``viz.views.attention.focus``. The overview always shows every token.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from viz.views import attention
-from viz.views import contributions as measures
-from viz.views.figure import Figure
-from viz.views.focus import check_focus
-from viz.views.updates import SKIP, Update
+from viz.views.attention import contributions as measures
+from viz.views.attention import maps as attention
+from viz.views.attention.focus import check_focus
+from viz.views.outputs import SKIP, Figure, Update
 
 if TYPE_CHECKING:
     from model.network.config import TransformerConfig

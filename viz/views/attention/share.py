@@ -4,7 +4,7 @@
 
 ``text`` and ``target`` are the sentence and the optional own translation, ``kind`` one of ``KINDS``,
 ``layer`` 1..N, ``head`` 0..h (0 = the mean of the layer's heads), ``tab`` a tab's id, ``present`` 1 for
-presentation mode, ``colour`` the close-up's colour scale (``viz.views.projector.COLOUR_MODES``). The page
+presentation mode, ``colour`` the close-up's colour scale (``viz.views.attention.projector.COLOUR_MODES``). The page
 script (assets/web/classroom.js) writes them as the view changes; ``parse`` reads them when a link is opened.
 
 A link may come from anyone: every value is checked, and one that is missing, malformed or hostile falls
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from model.terms import KINDS
-from viz.views.projector import COLOUR_MODES
+from viz.views.attention.projector import COLOUR_MODES
 from viz.vocab import MAX_CHARS
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
-"""The classroom on the Attention tab: a link opens its view (``viz.views.share``), an example opens its view with its
-caption (``viz.views.examples``). Both run ``attention.visualise`` in the same event, so that no figure ever shows
+"""The classroom on the Attention tab: a link opens its view (``share``), an example opens its view with its
+caption (``examples``). Both run ``attention.visualise`` in the same event, so that no figure ever shows
 an older sentence than the controls.
 
 Each returns the tab's ``CONTROLS`` (as the view sets them), the guide (a link's notices, an example's caption:
 an ``Update`` of its text and visibility), then what ``visualise`` shows; ``open_link`` also the tab to open.
-``focus``: the close-up's other choices (``viz.views.focus``), passed on to ``visualise`` as they are.
+``focus``: the close-up's other choices (``viz.views.attention.focus``), passed on to ``visualise`` as they are.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from viz.views import attention, examples, projector, share
-from viz.views.updates import Update, open_tab, skipped
+from viz.views.attention import examples, projector, share
+from viz.views.attention import maps as attention
+from viz.views.outputs import Update, open_tab, skipped
 
 if TYPE_CHECKING:
     from model.serving.runs import Runs

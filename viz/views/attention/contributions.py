@@ -4,7 +4,7 @@
 show ‖α_j v_j W^O_h‖, how far key j moves head h's share of the sub-layer output, normalised per row
 (``model.probes.inside.contribution_maps``; the app passes ``Runs.contributions(result, kind)``, cached per sentence).
 They are computed when asked for, for one kind: never while ``/visualise`` runs. The figures are the
-Attention tab's own (``viz.views.closeup`` draws them: ``measured`` hands it the contributions in place of the
+Attention tab's own (``viz.views.attention.closeup`` draws them: ``measured`` hands it the contributions in place of the
 weights, ``relabel`` makes the colour bar, the hover and the title say so). The public endpoints keep drawing
 weights: the app keeps the session's choice in a gr.State, which the API does not send (null = weights).
 """
@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from viz.views.figure import Figure
+from viz.views.outputs import Figure
 
 if TYPE_CHECKING:
     import numpy as np

@@ -7,17 +7,15 @@ presenter only draws them (``viz.probs``) and names what the figure shows.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from viz.heatmaps import escape_token
 from viz.probs import token_probs_spec
-from viz.views.context import export_title, with_export
-from viz.views.figure import Figure, finish_figure
-from viz.views.updates import SKIP, Update, skipped
+from viz.text import plain_token
+from viz.views.attention.context import export_title, with_export
+from viz.views.outputs import SKIP, Figure, Update, finish_figure, skipped
 
 if TYPE_CHECKING:
     from model.network.inference import AttentionResult
@@ -31,7 +29,7 @@ def summary(probs: TokenProbs) -> str:
     agree = sum(a == b for a, b in zip(probs.tokens, probs.top_tokens))
     low = int(np.argmin(probs.probs))
     return (f"the model's first choice at {agree} of {len(probs.tokens)} positions; least likely: "
-            f"“{html.unescape(escape_token(probs.tokens[low]))}” (p = {probs.probs[low]:.3f})")
+            f"“{plain_token(probs.tokens[low])}” (p = {probs.probs[low]:.3f})")
 
 
 def forced_plot(result: AttentionResult | None, probs: TokenProbs | None) -> Figure | None:

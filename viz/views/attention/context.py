@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from model.terms import EOS_PIECE
-from viz.heatmaps import _escape_text
-from viz.views.figure import Figure
+from viz.text import escape_text
+from viz.views.outputs import Figure
 
 if TYPE_CHECKING:
     from model.network.inference import AttentionResult
@@ -60,7 +60,7 @@ def export_title(result: AttentionResult, what: str) -> str:
     (kind, layer, head). A translation the user gave says so."""
     given = " (your translation, teacher forcing)" if result.teacher_forced else ""
     lines = (_quoted(result.source_text), f"→ {_quoted(result.translation or '(empty)')}{given}", what)
-    return "<br>".join(map(_escape_text, lines))
+    return "<br>".join(map(escape_text, lines))
 
 
 def with_export(figure: Figure, title: str, category_ticks: bool = False) -> Figure:

@@ -1,0 +1,16 @@
+/* What some listeners do in the browser alone, with no round trip to the server: a listener's js= is one of these
+   functions, picked by name in Python (viz.ui.wiring.in_browser, which reads this file: one entry a line,
+   "  name: function,"). Each gets the values Python bound to it, then the listener's input values, and returns its
+   output values. Gradio runs it before the listener's Python function, if it has one. */
+({
+  // The Decoding tab's ◀ Previous and Next ▶ (and the arrow keys, assets/web/decoding.js): one step back or on.
+  stepPrev: (step) => Math.max(1, step - 1),
+  stepNext: (step) => Math.min(Number(document.querySelector('#decode-step input[type=range]').max), step + 1),
+  // A message shown at once: a sentence typed but not yet run (the figures still show the last run).
+  show: (message) => message,
+  // The alignment view is out of date: assets/web/lines.js asks for it again once it is on screen.
+  linesStale: () => window.attnLinesStale(),
+  // The Attention tab's "Copy link to this view" and its figures' downloads (assets/web/export.js).
+  copyLink: () => window.attnCopyLink(),
+  download: (plotId, format) => window.attnDownload(plotId, format),
+})

@@ -1,0 +1,69 @@
+"""Where the app works around Gradio's internals, each named with the Gradio behaviour it changes and the version it
+was written against (gradio 6.31.0). A Gradio upgrade should start here: tests/test_views_page.py and
+tests/test_memory.py fail should these stop holding."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from copy import copy
+from typing import Any
+
+import gradio as gr
+import gradio.state_holder as state_holder
+
+
+def progress_on_components(demo: gr.Blocks) -> None:
+    """No layout block with children (the tabs, a column) is where an event shows its progress: its components are.
+
+    Gradio 6.31.0: on every status change of any event, the page refreshes the loading status of every progress
+    target of every event, and for a layout block it reads back (and deep-copies) every component inside it: with the
+    tabs an output of six events (a link, a tile or a button opens a tab), that was all ~225 components, several times
+    per click. ``python -m bench --sections browser`` counts ``structuredClone`` calls per click on "Translate and
+    show attention": 26,260 before, 9,792 after. An event whose outputs are all layout blocks names its
+    ``show_progress_on`` itself."""
+    for fn in demo.fns.values():
+        if fn.show_progress_on is not None:
+            continue
+        parts = [o for o in fn.outputs if getattr(o, "children", None)]  # gr.HTML is a BlockContext without any
+        if parts:
+            components = [o for o in fn.outputs if o not in parts]
+            if not components:
+                raise ValueError(f"the event {fn.name!r} updates only layout blocks: give it a show_progress_on")
+            fn.show_progress_on = components
+
+
+class LeanSessionState(state_holder.SessionState):
+    """Gradio 6.31.0 gives every session (each page load, and each raw API call that names no session) a
+    ``SessionState`` that copies every component's configuration (~330 KB and tens of milliseconds for this app's ~225
+    blocks), then keeps each input and output value the session sees (~2 MB of plot JSON at 100 tokens a side), only
+    for its /gradio_api/deep_link route, which this app offers no button for. This one keeps only the gr.State values
+    and the components an event updated (``lean_sessions`` makes new sessions these; the app's
+    ``SESSION_CAPACITY`` bounds their number). tests/test_memory.py fails should a Gradio upgrade change this."""
+
+    def __init__(self, blocks: Any):  # SessionState.__init__, less the config copy
+        self.blocks_config = copy(blocks.default_config)
+        self.config_values: dict = {}
+        self.state_data: dict[int, Any] = {}
+        self._state_ttl: dict = {}
+        self.is_closed = False
+        self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        block = self.blocks_config.blocks.get(key)
+        if isinstance(block, gr.State):
+            self._state_ttl[key] = (block.time_to_live, datetime.datetime.now())
+            self.state_data[key] = value
+        else:
+            self.blocks_config.blocks[key] = value
+
+    def _update_config(self, *args) -> None:  # there is no copy to update (nor in _update_value_in_config)
+        pass
+
+    _update_value_in_config = _update_config
+
+
+def lean_sessions() -> None:
+    """New sessions keep no copy of every component and value (``LeanSessionState``). Gradio 6.31.0 makes each
+    session through the module-level name ``gradio.state_holder.SessionState``; this replaces it, for the process."""
+    state_holder.SessionState = LeanSessionState

@@ -1,0 +1,167 @@
+"""The Attention tab: a run (/visualise) and its views — the overview of every layer × head, the close-up, the
+alignment view, exports — and the classroom (a link or an example opens a view). Its components, returned by
+``build_attention``, are what the other tabs follow (``AttentionView``)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from model.terms import MAX_TOKENS
+from viz.ui.wiring import (
+    LINES_STALE,
+    PRIVATE,
+    AttentionView,
+    Page,
+    click_box,
+    how_to_read,
+    in_browser,
+    layer_slider,
+    listener,
+    page_and_api,
+    sentence_box,
+)
+from viz.views.attention import alignment, classroom, closeup, context, examples, maps, projector, share, teacher
+from viz.views.attention import contributions as measures
+from viz.views.exports import ExportFolder
+from viz.views.page import PAGE
+from viz.vocab import MAX_CHARS, MEAN
+
+
+def build_attention(page: Page) -> AttentionView:
+    """The tab's layout, then its listeners and the classroom's; returns its components."""
+    cfg, v = page.runs.cfg, AttentionView()
+    with gr.Tab("Attention", id="attention", elem_id="attention-tab"):
+        # One screen at 1280×720 (a projector): sentence and translation, actions, then choices | overview | close-up.
+        with gr.Row(elem_id="sentence-row"):
+            v.source = sentence_box("English sentence", lines=1, scale=4, elem_id="source")
+            v.target = gr.Textbox(label="Your own German translation (optional)", lines=1, scale=3,
+                                  max_length=MAX_CHARS, elem_id="target")
+            v.translation = gr.Textbox(label="German translation (the model's own)", interactive=False, scale=4,
+                                       elem_id="translation")
+        with gr.Row(equal_height=True, elem_id="action-row"):
+            v.run_btn = gr.Button("Translate and show attention", variant="primary", elem_id="run", scale=0,
+                                  min_width=300)
+            v.example = gr.Dropdown(examples.CHOICES, value=examples.PROMPT, label="Examples that teach",
+                                    show_label=False, container=False, scale=3, elem_id="example")
+            v.copy_btn = gr.Button("Copy link to this view", size="md", elem_id=PAGE["copyLink"], scale=0,
+                                   min_width=200)
+            v.present = gr.Checkbox(False, label="Presentation mode", container=False, scale=0, min_width=190,
+                                    elem_id="present")
+        v.status = gr.Markdown(elem_id="status")
+        v.notice = gr.Markdown(elem_id="notice")  # a bad input's message; the last good view stays (page_and_api)
+        v.guide = gr.Markdown(visible=False, elem_id="guide")  # a link's notice, an example's caption
+        with gr.Column(visible=False, elem_id="given") as v.given:  # a translation of one's own (teacher forcing)
+            v.given_plot = gr.Plot(label=teacher.LABEL, elem_id="given-probs")
+        with gr.Row(elem_id="plots-row"):
+            choices_column(cfg, v)
+            v.overview = gr.Plot(label="All layers (rows of tiles) × heads (columns) — click a tile",
+                                 elem_id=PAGE["overview"], min_width=360)
+            v.detail = gr.Plot(label="Close-up: rows attend to columns · focused: ← → ↑ ↓ · click a row: inside the "
+                               "head", elem_id=PAGE["detail"], min_width=360)
+        with gr.Row(), gr.Column(min_width=300):
+            v.lines_head = gr.Radio(alignment.lines_head_choices(cfg.n_heads), value=0, elem_id="lines-head",
+                                    label="Alignment view: a line per pair, opacity = weight; hover or click a "
+                                    "token for its lines only. Heads:")
+            v.lines = gr.Plot(show_label=False, elem_id=PAGE["lines"])  # titled figure: no badge, no 100 px
+        v.tile_click, v.row_click = click_box(PAGE["tileClick"]), click_box(PAGE["rowClick"])  # row: "Inside a head"
+        v.lines_request = click_box(PAGE["linesRequest"])  # the page script: the alignment view is on screen
+        v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (Inside a head); the API sends none: weights
+        export_section(v)
+        how_to_read("attention")
+    attention_listeners(page, v)
+    classroom_listeners(page, v)
+    return v
+
+
+def choices_column(cfg, v: AttentionView) -> None:
+    """The Attention tab's choices: kind (the decoder's shift beside it), layer, head, colours, measure, and the
+    close-up's focus for long sentences (``viz.views.attention.focus``: a token range; <s> and </s> hidden)."""
+    with gr.Column(scale=0, min_width=250, elem_id="choices"):
+        v.kind = gr.Radio(maps.KIND_CHOICES, value=share.DEFAULT_KIND, label="Kind of attention", elem_id="kind")
+        v.shift = gr.Markdown(context.shift_note(share.DEFAULT_KIND), elem_id="shift-note")  # §3.1's shift
+        v.layer = layer_slider(cfg, elem_id="layer")
+        v.head = gr.Radio(maps.head_choices(cfg.n_heads), value=MEAN, label="Head", elem_id="head")
+        v.colour = gr.Radio(projector.COLOUR_CHOICES, value=projector.COLOUR_MODES[0], label="Close-up colours",
+                            elem_id="colour")
+        v.measure = gr.Radio(measures.CHOICES, value=measures.WEIGHTS, label="Colour shows", elem_id="measure")
+        with gr.Accordion("Long sentence? Focus the close-up", open=False, elem_id="focus"):
+            v.focus = [gr.Slider(1, MAX_TOKENS, value=1, step=1, label="From token", elem_id="focus-first"),
+                       gr.Slider(1, MAX_TOKENS, value=MAX_TOKENS, step=1, label="To token",
+                                 elem_id="focus-last"),
+                       gr.Checkbox(False, label="Hide <s> and </s> (rows renormalised)", elem_id="hide-special")]
+
+
+def export_section(v: AttentionView) -> None:
+    with gr.Accordion("Export", open=False):
+        gr.Markdown("The attention maps as npz or JSON (same content as `python -m model.translate`), "
+                    "and the figures as PNG or SVG.")
+        v.export_btn = gr.Button("Prepare npz + JSON", elem_id="export")
+        v.export_out = gr.File(label="Downloads", file_count="multiple", elem_id="export-files")
+        with gr.Row():
+            for plot_id, name in (("overview", "Overview"), ("detail", "Detail"), (PAGE["lines"], "Alignment")):
+                for fmt in ("png", "svg"):  # client-side, by the page script (no server round trip)
+                    gr.Button(f"{name} as {fmt.upper()}", size="sm").click(
+                        None, js=in_browser("download", plot_id, fmt))
+
+
+def attention_listeners(page: Page, v: AttentionView) -> None:
+    """A run (/visualise), and what follows it; a choice redraws from the session's maps, never running the model
+    again (/render_views, /render_detail); exports (/export)."""
+    cfg, runs = page.runs.cfg, page.runs
+    v.copy_btn.click(None, js=in_browser("copyLink"))  # the page script: the URL to the clipboard
+    v.view_inputs = [page.result, v.kind, v.layer, v.head, v.present, v.colour, v.measured, *v.focus]  # closeup's
+    v.shown = [v.translation, v.status, v.overview, v.detail, page.result]  # maps.Visualised
+    v.run_events = [v.run_btn.click, v.source.submit, v.target.submit]
+    then_lines(page, v, page_and_api(v.run_events, maps.visualise, runs, gr.Warning, inputs=[v.source, v.target,
+               v.kind, v.layer, v.head, v.present, v.colour, *v.focus], outputs=v.shown, notice=v.notice,
+               api_name="visualise", preprocess=False))
+    v.kind.change(context.shift_note, v.kind, v.shift, queue=False, **PRIVATE)
+    # Typed but not yet run: the figures still show the last run, and say so (in the browser, no round trip).
+    gr.on([v.source.input, v.target.input], None, None, v.notice, js=in_browser("show", context.EDITED))
+    v.example.input(lambda: "", None, v.notice, queue=False, **PRIVATE)  # an example runs: not stale
+    gr.on([v.kind.change, v.present.change], listener(closeup.views, cfg, runs.contributions), v.view_inputs,
+          [v.overview, v.detail], api_name="render_views", preprocess=False)
+    gr.on([v.layer.change, v.head.change, v.colour.change, *(c.change for c in v.focus)],
+          listener(closeup.detail_plot, cfg, runs.contributions), v.view_inputs, v.detail, api_name="render_detail",
+          preprocess=False)
+    v.measure.change(listener(closeup.toggled, cfg, runs.contributions), [*v.view_inputs[:6], v.measure, *v.focus],
+                     [v.overview, v.detail, v.measured], preprocess=False, **PRIVATE)
+    v.tile_click.change(listener(maps.open_tile, cfg), v.tile_click, [v.layer, v.head], **PRIVATE)
+    # The alignment view (up to 90 line traces) is drawn when it is on screen, not with every run (LINES_STALE)
+    gr.on([v.kind.change, v.layer.change, v.lines_head.change], None, js=LINES_STALE)
+    v.lines_request.change(listener(alignment.alignment_plot), [page.result, v.kind, v.layer, v.lines_head], v.lines,
+                           **PRIVATE)
+    # Exports go inside Gradio's cache (served without a copy of its own), at most MAX_EXPORTS / MAX_BYTES.
+    v.export_btn.click(listener(maps.export_files, ExportFolder(page.demo.GRADIO_CACHE)), page.result,
+                       v.export_out, api_name="export")
+
+
+def then_lines(page: Page, v: AttentionView, event) -> None:
+    """What follows every run: the model's own translation (a given one's token probabilities beside it), the
+    contributions if they are the chosen measure, and the alignment view (once it is on screen)."""
+    runs = page.runs
+    event.success(listener(teacher.given_outputs, runs.trained, runs.token_probs), page.result,
+                  [v.translation, v.given, v.given_plot], show_progress="hidden", **PRIVATE)
+    event.success(listener(closeup.after_run, runs.cfg, runs.contributions), v.view_inputs, [v.overview, v.detail],
+                  show_progress="minimal", **PRIVATE)  # the contributions' figures may still be coming
+    event.success(None, js=LINES_STALE)
+
+
+def classroom_listeners(page: Page, v: AttentionView) -> None:
+    """The classroom (``viz.views.attention.classroom``): a link opens its view, an example opens its view with its
+    caption."""
+    controls = [v.source, v.target, v.kind, v.layer, v.head, v.present, v.colour]  # classroom.CONTROLS
+
+    def open_link(request: gr.Request):  # the view the page's URL asks for
+        tabs = [tab.id for tab in page.tabs.children if isinstance(tab, gr.Tab)]
+        return classroom.open_link(page.runs, gr.Warning, tabs, dict(request.query_params))
+
+    then_lines(page, v, page.demo.load(listener(open_link), None, [*controls, v.guide, *v.shown, page.tabs],
+                                       **PRIVATE))
+    then_lines(page, v, v.example.input(listener(classroom.pick_example, page.runs, gr.Warning), [v.example,
+               v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))
+    # the user's own sentence: the caption goes, and the menu can open the same example again
+    gr.on(v.run_events, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [v.guide, v.example], queue=False,
+          show_progress="hidden", **PRIVATE)
+
+

@@ -1,0 +1,70 @@
+"""The "Why 1/√d_k" tab: footnote 4 measured (dot products grow with d_k, large logits saturate the softmax), then
+the trained model with its scale replaced. Its scale factor, and a button that takes it into "Inside a head", are
+what ``build_scaling`` returns for that tab."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from viz.scaling import PAPER_QUOTE
+from viz.ui.wiring import Page, how_to_read, in_browser, layer_slider, listener, page_and_api, sentence_box
+from viz.views import scaling
+from viz.views.attention import context, maps
+
+
+def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button]:
+    """The tab; returns its scale factor (0 = × 1/√d_k … 1 = × 1) and its button "Inside one head with this scale
+    factor →" (``build_inside_head`` wires it)."""
+    device = page.runs.toy_device
+    with gr.Tab("Why 1/√d_k", id="scaling") as tab:
+        gr.Markdown(PAPER_QUOTE)
+        how_to_read("scaling")
+        with gr.Row():
+            log2_dk = gr.Slider(0, 10, value=9, step=1, label="log₂ d_k (d_k = 1 … 1024)", elem_id="log2-dk")
+            n_keys = gr.Slider(2, 64, value=16, step=1, label="number of keys", elem_id="n-keys")
+            alpha = gr.Slider(0, 1, value=1, step=0.05, elem_id="alpha",
+                              label="scale factor: 0 = × 1/√d_k (paper) … 1 = × 1 (no scaling)")
+            seed = gr.Number(0, precision=0, label="seed", minimum=0, maximum=2**31 - 1, elem_id="seed")
+        gr.Markdown("### 1 · Dot products grow with d_k")
+        with gr.Row():
+            var_plot = gr.Plot(label="Variance of q·k", elem_id="variance")
+            hist_plot = gr.Plot(label="Distribution of q·k", elem_id="histogram")
+        var_text = gr.Markdown()
+        gr.Markdown("### 2 · Large logits saturate the softmax and its gradient vanishes")
+        with gr.Row():
+            weights_plot = gr.Plot(label="Softmax weights for one query", elem_id="softmax-weights")
+            curves_plot = gr.Plot(label="Against d_k", elem_id="curves")
+        sat_text = gr.Markdown()
+        to_inside = trained_model_section(page, tab, alpha)
+    gr.on([log2_dk.change, seed.change, page.demo.load], listener(scaling.variance_checked, device=device),
+          [log2_dk, seed], [var_plot, hist_plot, var_text], api_name="scaling_variance", preprocess=False)
+    gr.on([log2_dk.change, n_keys.change, alpha.change, seed.change, page.demo.load],
+          listener(scaling.saturation_checked, device=device), [log2_dk, n_keys, alpha, seed],
+          [weights_plot, curves_plot, sat_text], api_name="scaling_saturation", preprocess=False)
+    return alpha, to_inside
+
+
+def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> gr.Button:
+    """Section 3 of the "Why" tab: the trained model with its 1/√d_k replaced by the factor ``alpha`` picks.
+    Returns its button that opens "Inside a head" with that factor."""
+    runs, cfg = page.runs, page.runs.cfg
+    gr.Markdown(scaling.trained_intro(cfg))
+    with gr.Row():
+        text = sentence_box("English sentence", scale=3)
+        kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
+        layer = layer_slider(cfg, scale=2)
+        run_btn = gr.Button("Run the model", variant="primary", scale=1, elem_id="live-run")
+    live_notice = gr.Markdown(elem_id="live-notice")
+    text.input(None, None, live_notice, js=in_browser("show", context.EDITED_LIVE))
+    with gr.Row():
+        normal = gr.Plot(label="As trained", elem_id="live-normal")
+        changed = gr.Plot(label="With the chosen scale", elem_id="live-changed")
+    entropy = gr.Plot(label="Mean attention entropy per head", elem_id="live-entropy")
+    summary = gr.Markdown(elem_id="live-summary")
+    to_inside = gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
+    # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
+    page_and_api([run_btn.click, text.submit, tab.select, alpha.change, kind.change, layer.change],
+                 scaling.live_checked, cfg, runs.attention, runs.trained, inputs=[text, alpha, kind, layer],
+                 outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
+                 preprocess=False, trigger_mode="always_last")
+    return to_inside

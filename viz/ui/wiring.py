@@ -1,0 +1,140 @@
+"""What every tab builder shares: the page (``Page``), the Attention tab's components that other tabs follow
+(``AttentionView``), presenters as Gradio listeners (``listener``, ``page_and_api``), the settings events share
+(``PRIVATE``, ``ABLATIONS``, ``LINES_STALE``), what the page does in the browser alone (``in_browser``) and the
+components several tabs build alike. The tab modules (``viz.ui.tabs``) import this, never app.py."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from model.serving.runs import Runs, SessionResult
+from viz.views import reading
+from viz.views.attention import maps
+from viz.views.outputs import Figure, Update
+from viz.views.page import WEB
+from viz.vocab import MAX_CHARS
+
+# A head ablation decodes the shipped sample (~3 CPU-seconds): one at a time, in a queue of its own, so that it never
+# takes more than one of the workers the other requests share (its page events and /ablate share the queue).
+ABLATIONS = {"concurrency_id": "ablate", "concurrency_limit": 1}
+PRIVATE = {"api_visibility": "private"}  # the page's own events: no endpoint
+
+
+@dataclass
+class Page:
+    """What every tab builder gets: the model runs, the app, its tabs and the session's result."""
+
+    runs: Runs
+    demo: gr.Blocks
+    tabs: gr.Tabs  # a presenter opens a tab by id: Update(selected="attention")
+    result: gr.State  # the session's SessionResult (a key; listener hands presenters its AttentionResult), or None
+
+
+class AttentionView(SimpleNamespace):
+    """The Attention tab's components by name (``build_attention`` sets them): its listeners take them, and so do the
+    tabs that follow its sentence and choices (source, target, kind, layer, head, present, colour, row_click)."""
+
+
+# ------------------------------------------------------------------------------------- presenters as listeners
+def listener(present, *args, **kwargs):
+    """``present`` as a Gradio listener, ``args``/``kwargs`` bound first (like functools.partial). It gets the
+    session's AttentionResult for its ``SessionResult`` (the gr.State keeps a key into the byte-bounded cache); a
+    ``Figure`` it returns becomes a gr.Plot value, an ``Update`` a gr.update (``SKIP``: no change); a ValueError
+    (bad input, an empty sentence) reaches the user as its message, never as a traceback."""
+    fn = functools.partial(present, *args, **kwargs) if args or kwargs else present
+
+    def run(*inputs):
+        try:
+            out = fn(*(value.get() if isinstance(value, SessionResult) else value for value in inputs))
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from None
+        return tuple(map(_shown, out)) if isinstance(out, tuple) else _shown(out)
+
+    functools.update_wrapper(run, present)  # its name and docstring (the API page shows them)
+    # Gradio 6.31.0 reads an event's inputs and the API page's types from inspect.signature(fn), which follows
+    # __wrapped__: present's parameters without the bound arguments, and their type hints.
+    run.__wrapped__ = fn
+    kept = {*inspect.signature(fn).parameters, "return"}
+    run.__annotations__ = {k: v for k, v in getattr(present, "__annotations__", {}).items() if k in kept}
+    return run
+
+
+def _shown(value):
+    """A presenter's output as Gradio takes it. Gradio 6.31.0's gr.Plot wants a plotly Figure, whose ``to_json`` it
+    calls in ``postprocess``; a ``Figure`` is the finished plain-JSON dict, so it goes as the ``PlotData`` that
+    ``postprocess`` would have made (which it passes on as it is)."""
+    if isinstance(value, Figure):
+        return PlotData(type="plotly", plot=json.dumps(value, separators=(",", ":")))
+    return gr.update(**value.props) if isinstance(value, Update) else value
+
+
+def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, notice: gr.Markdown, api_name: str,
+                 **event):
+    """Wire ``present`` (``args`` bound first) twice, both in one queue: as the endpoint ``api_name`` for scripts
+    (``listener``: bad input is an error with its message), an event with no trigger on the page; and for the
+    page's ``triggers`` with one more output, ``notice``: there a bad input leaves the other outputs as they are —
+    the last good view stays, with no red "Error" badges over it — and the notice says what to change; a good run
+    clears it. Returns the page's event (to chain on)."""
+    gr.on([], listener(present, *args), inputs, outputs, api_name=api_name, concurrency_id=api_name, **event)
+    run = listener(present, *args)
+
+    @functools.wraps(run)
+    def on_page(*values):
+        try:
+            out = run(*values)
+        except gr.Error as exc:
+            return (*(gr.skip(),) * len(outputs), f"⚠️ {exc.message} *The figures still show the last good run.*")
+        return (*(out if isinstance(out, tuple) else (out,)), "")
+
+    return gr.on(triggers, on_page, inputs, [*outputs, notice], api_visibility="private", concurrency_id=api_name,
+                 show_progress="minimal", **event)
+
+
+# --------------------------------------------------------------------------------------------- in the browser
+@functools.cache
+def _browser_functions() -> dict[str, str]:
+    """assets/web/events.js's functions by name (one entry a line: ``  name: function,``)."""
+    return dict(re.findall(r"^  (\w+): (.+),$", (WEB / "events.js").read_text(encoding="utf-8"), flags=re.MULTILINE))
+
+
+def in_browser(name: str, *bound) -> str:
+    """The ``js`` of a listener that runs assets/web/events.js's function ``name`` in the browser: it gets
+    ``bound`` (JSON values) first, then the listener's input values."""
+    function = _browser_functions()[name]
+    if not bound:
+        return function
+    return f"(...inputs) => ({function})({', '.join(json.dumps(value) for value in bound)}, ...inputs)"
+
+
+# The page script (assets/web/lines.js) asks for the alignment view through v.lines_request once the view is on screen,
+# and again after this says it is out of date: a run, or a new kind, layer or head.
+LINES_STALE = in_browser("linesStale")
+
+
+# ------------------------------------------------------------------------------------ what several tabs build
+def how_to_read(tab_id: str) -> None:
+    """The tab's folded "How to read this" (``viz.views.reading``)."""
+    with gr.Accordion(reading.TITLE, open=False, elem_classes="how-to-read"):
+        gr.Markdown(reading.HOW_TO_READ[tab_id])
+
+
+def sentence_box(label: str, **kwargs) -> gr.Textbox:
+    return gr.Textbox(label=label, value=maps.DEFAULT_SOURCE, max_length=MAX_CHARS, **kwargs)
+
+
+def layer_slider(cfg, value: int = 1, **kwargs) -> gr.Slider:
+    return gr.Slider(1, cfg.n_layers, value=value, step=1, label="Layer", **kwargs)
+
+
+def click_box(elem_id: str) -> gr.Textbox:
+    """Hidden: the page script writes a click on a figure here (``PAGE``). Listen with .change, not .input: Gradio
+    6.31.0 fires .input only on a keypress, never for a value set by the page script."""
+    return gr.Textbox(visible="hidden", elem_id=elem_id)
