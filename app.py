@@ -37,6 +37,7 @@ from viz.ui.tabs.attention import build_attention
 from viz.ui.tabs.decoding import build_decoding
 from viz.ui.tabs.head_analysis import build_head_analysis
 from viz.ui.tabs.inside_head import build_inside_head
+from viz.ui.tabs.lab import build_lab
 from viz.ui.tabs.model_card import build_model_card
 from viz.ui.tabs.scaling import build_scaling
 from viz.ui.wiring import Page
@@ -68,13 +69,15 @@ def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
         with gr.Tabs() as tabs:
             page = Page(runs, demo, tabs, result)
             # The cross-tab links: the Attention tab's sentence and choices are followed, and opened, by the tabs
-            # after it; the Why tab's scale factor goes into "Inside a head" (by a button on either tab).
+            # after it; the Why tab's scale factor goes into "Inside a head" (by a button on either tab), and its
+            # "the same, in training" into the Lab.
             attention = build_attention(page)
             build_decoding(page)
-            alpha, to_inside = build_scaling(page)
+            alpha, to_inside, to_lab = build_scaling(page)
             build_inside_head(page, attention, alpha, to_inside)  # a row clicked in the close-up opens its query
             build_head_analysis(page, attention)  # a cell clicked opens its head on the Attention tab
             build_architecture(page, attention)  # a block clicked opens its kind on the Attention tab
+            build_lab(page, to_lab)  # the Why tab's "the same, in training" opens it
             build_model_card(page)
         build_endpoints(runs)
     progress_on_components(demo)

@@ -1,6 +1,6 @@
 """The lab's shipped runs, served: their records, the time-lapse maps, and siblings opened on demand.
 
-``assets/lab/`` holds what ``python -m model.lab export`` wrote (``model.training.lab_export``): a JSON record
+``assets/lab/`` (``ATTN_LAB_DIR`` names another folder) holds what ``python -m model.lab export`` wrote (``model.training.lab_export``): a JSON record
 per run, a time-lapse npz per run, ``sentences.json``, and a model folder for each sibling a visitor can run.
 At most ``capacity`` siblings (default 2) are loaded beside the shipped model at once; the least recently used
 goes first. Everything here is read-only and shared by every visitor.
@@ -9,6 +9,7 @@ goes first. Everything here is read-only and shared by every visitor.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from functools import cached_property
@@ -18,7 +19,7 @@ import numpy as np
 
 from model.terms import KINDS
 
-LAB = Path(__file__).resolve().parents[2] / "assets" / "lab"
+LAB = Path(os.environ.get("ATTN_LAB_DIR", Path(__file__).resolve().parents[2] / "assets" / "lab"))
 REFERENCE = "h8"  # the run whose time-lapse the API serves: the shipped architecture under the lab's budget
 SHIPPED = "shipped"  # /lab_attention's name for the shipped model (h = 8, the full training budget)
 MAP_DECIMALS = 3
@@ -114,19 +115,26 @@ class Lab:
             return i
         raise _allowed("example", example, [f"{i}: {t}" for i, t in enumerate(texts)])
 
-    def timelapse(self, example, kind: str, run: str | None = None) -> dict:
-        """/timelapse: the maps of one time-lapse sentence over the training steps: (steps, L, H, Q, K)."""
+    def timelapse_maps(self, example, kind: str, run: str | None = None) -> tuple[str, np.ndarray, list, list]:
+        """(run, maps (steps, L, H, Q, K) float64, query tokens, key tokens) of one time-lapse sentence."""
+        if not self.records:
+            raise LabError("no lab run is shipped yet (`python -m model.lab export` ships the finished ones)")
         run = run or self.index["reference"]
         if kind not in KINDS:
             raise _allowed("kind", kind, KINDS)
         if run not in self.records:
             raise _allowed("run", run, list(self.records))
         i = self.example_index(example)
-        record = self.records[run]
-        with np.load(self.folder / record["timelapse"]["maps"]) as z:
+        with np.load(self.folder / self.records[run]["timelapse"]["maps"]) as z:
             maps = z[f"{i}.{kind}"].astype(np.float64) / 255.0  # uint8 -> weights
         sentence = self.sentences[i]
         queries = sentence["source_tokens"] if kind == "encoder_self" else sentence["target_tokens"]
         keys = sentence["target_tokens"] if kind == "decoder_self" else sentence["source_tokens"]
-        return {"run": run, "example": sentence["source"], "kind": kind, "steps": record["timelapse"]["steps"],
-                "query_tokens": queries, "key_tokens": keys, "maps": np.round(maps, MAP_DECIMALS).tolist()}
+        return run, maps, queries, keys
+
+    def timelapse(self, example, kind: str, run: str | None = None) -> dict:
+        """/timelapse: the maps of one time-lapse sentence over the training steps: (steps, L, H, Q, K)."""
+        run, maps, queries, keys = self.timelapse_maps(example, kind, run)
+        return {"run": run, "example": self.sentences[self.example_index(example)]["source"], "kind": kind,
+                "steps": self.records[run]["timelapse"]["steps"], "query_tokens": queries, "key_tokens": keys,
+                "maps": np.round(maps, MAP_DECIMALS).tolist()}

@@ -1,7 +1,8 @@
-"""The endpoints without a UI, for scripts: /translate, /attention, /decode_steps, /inside_head, /head_stats and
-/ablate. Each takes the app's ``Runs`` first (the app binds it: ``listener(fn, runs)``); the rest of its
-signature, its type hints and its docstring are the endpoint's as Gradio describes it (``/gradio_api/info``,
-the API page). Every input is checked first (``viz.views.inputs``): bad input is a ValueError with a message.
+"""The endpoints without a UI, for scripts: /translate, /attention, /decode_steps, /inside_head, /head_stats,
+/ablate, and the Lab's /lab_runs, /lab_attention and /timelapse. Each takes the app's ``Runs`` first (the app
+binds it: ``listener(fn, runs)``); the rest of its signature, its type hints and its docstring are the
+endpoint's as Gradio describes it (``/gradio_api/info``, the API page). Every input is checked first
+(``viz.views.inputs``): bad input is a ValueError with a message.
 """
 
 from __future__ import annotations
@@ -56,3 +57,23 @@ def ablate(runs: Runs, text: str, heads: list[str] | None = None) -> dict:
     this request only: its translation before and after, its maps (as /attention's), and the shipped
     sample's cased sacreBLEU BLEU and chrF with every head ("before") and without these ("after")."""
     return runs.ablate(inputs.check_text(text), heads).to_json_dict()
+
+
+def lab_runs(runs: Runs) -> dict:
+    """Every shipped lab run, grouped by sibling: {"runs": [{name, label, tests, config, parameters, seeds, runs,
+    curves, bleu, epochs}]}, per seed its curves (columns over the recorded steps), per-epoch log and BLEU
+    (val and test_2016_flickr, greedy and beam 4)."""
+    return runs.lab.runs_payload()
+
+
+def lab_attention(runs: Runs, text: str, run: str = "h1") -> dict:
+    """A lab sibling's attention on ``text`` (greedy): /attention's keys plus "run". ``run``: a sibling whose
+    weights are shipped (/lab_runs), or "shipped" for the shipped model."""
+    return {**runs.lab_attention(inputs.check_text(text), str(run)).to_json_dict(), "run": run}
+
+
+def timelapse(runs: Runs, example: str = "0", kind: str = "cross") -> dict:
+    """The reference sibling's maps of one time-lapse sentence (``example``: its index or its English text) at
+    each recorded training step: {"run", "example", "kind", "steps", "query_tokens", "key_tokens", "maps"}, maps
+    steps × layers × heads × queries × keys."""
+    return runs.lab.timelapse(example, str(kind))

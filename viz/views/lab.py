@@ -12,6 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from model.serving.lab import SHIPPED
+from viz.lab import curves_figure, head_timeline_figure, timelapse_figure
+from viz.views import inputs
+from viz.views.attention.maps import overview_plot
+from viz.views.outputs import Figure, finish_figure
+from viz.vocab import KIND_LABELS
+
 # Table 3 of the paper (newstest2013, En→De, beam 4): (h, d_k, PPL, BLEU). Row (A) keeps the compute constant.
 PAPER_BASE = (8, 64, 4.92, 25.8)
 PAPER_A = ((1, 512, 5.29, 24.9), (4, 128, 5.00, 25.5), (16, 32, 4.91, 25.8), (32, 16, 5.01, 25.4))
@@ -146,3 +153,103 @@ def early_gradients(payload: dict, scaled: str, unscaled: str, kind: str = "enco
     ratio = early(a) / early(b)
     return (f"In the first {until} steps the unscaled model's ‖∇W^Q‖ ({kind.replace('_', ' ')}, mean over layers) "
             f"was {ratio:.2g} × the scaled model's.")
+
+
+# ------------------------------------------------------------------------------------------ the tab's views
+FOOTNOTE4_RUNS = ("h8", "h8-unscaled", "h1", "h1-unscaled", "h1-additive")
+STATS = ("entropy", "sharpness", "confidence", "eos", "previous")
+NOT_YET = ("*The lab's runs are still training (`python -m model.lab train`); nothing is shipped in `assets/lab/` "
+           "yet. This tab fills in as `python -m model.lab export` ships them.*")
+CURVES_NOTE = ("What it shows: each sibling's validation loss (the shipped sample, teacher-forced), the gradient "
+               "norm reaching W^Q and W^K, and the mean softmax entropy, recorded every 25 steps while it trained. "
+               "What it does not: WMT-scale training, where the paper's effect was seen. ")
+TIMELAPSE_NOTE = ("What it shows: the reference sibling's attention on this sentence, teacher-forced with its "
+                  "reference translation, at log-spaced training steps from the untrained model (step 0) on. "
+                  "What it does not: the shipped model's own history (it trained longer, on a longer schedule).")
+
+
+def summary(lab) -> str:
+    """The tab's opening: the verdicts, then Table 3 beside ours (or why there is nothing yet)."""
+    payload = lab.runs_payload()
+    if not payload["runs"]:
+        return NOT_YET
+    trained = ", ".join(r["label"] for r in payload["runs"])
+    lines = [f"**Trained so far:** {trained}.", *(f"- {v}" for v in verdicts(payload))]
+    return "\n".join(lines) + "\n\n### Table 3 (A) at our scale\n\n" + table_markdown(payload)
+
+
+def run_choices(lab) -> list[tuple[str, str]]:
+    return [(r["label"], r["name"]) for r in lab.runs_payload()["runs"]]
+
+
+def check_names(lab, names) -> list[str]:
+    allowed = [r["name"] for r in lab.runs_payload()["runs"]]
+    names = list(names or [])
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise ValueError(f"unknown run {unknown[0]!r}; choose among: {', '.join(allowed)}")
+    return names
+
+
+def _check_layer(value, n_layers: int, mean_ok: bool = False) -> int:
+    return inputs.whole_number(value, "layer", 0 if mean_ok else 1, n_layers, " (0 = the mean over layers)"
+                               if mean_ok else "")
+
+
+def curves_plot(lab, kind, layer, names) -> tuple[Figure, str]:
+    """The chosen runs' curves for one kind of attention and one layer (0: their mean), with what they say."""
+    payload = lab.runs_payload()
+    if not payload["runs"]:
+        raise ValueError("no lab run is shipped yet")
+    kind = inputs.check_kind(kind)
+    layer = _check_layer(layer, payload["runs"][0]["config"]["n_layers"], mean_ok=True)
+    chosen = [r for r in payload["runs"] if r["name"] in check_names(lab, names)]
+    if not chosen:
+        raise ValueError("choose at least one run to draw")
+    notes = [early_gradients(payload, s, u, kind) for s, u in (("h1", "h1-unscaled"), ("h8", "h8-unscaled"))]
+    britz = ("Britz et al. (2017), newstest2013 BLEU at d = " + " / ".join(map(str, BRITZ_DIMS)) + ": dot product "
+             + " / ".join(map(str, BRITZ_DOT)) + ", additive " + " / ".join(map(str, BRITZ_ADDITIVE)) + ".")
+    text = " ".join([CURVES_NOTE, *(n for n in notes if n), britz])
+    return finish_figure(curves_figure(chosen, kind, layer), "lab_curves"), text
+
+
+def compare(runs, text, left, right, kind) -> tuple[str, Figure, str, Figure]:
+    """Two models on the visitor's sentence: each one's translation and its layers × heads overview (0–1)."""
+    text, kind = inputs.check_text(text), inputs.check_kind(kind)
+    out = []
+    for run in (left, right):
+        result = runs.lab_attention(text, run)
+        name = "the shipped model (h = 8, full budget)" if run == SHIPPED else run
+        out += [f"**{name}:** {result.translation}", overview_plot(result, kind)]
+    return tuple(out)
+
+
+def timelapse_plot(lab, example, kind, layer, head, step) -> tuple[Figure, str]:
+    """One head of the reference sibling on a time-lapse sentence at one snapshot (``step``: its index)."""
+    run, maps, queries, keys = lab.timelapse_maps(example, inputs.check_kind(kind))
+    n_steps, n_layers, n_heads = maps.shape[:3]
+    layer = _check_layer(layer, n_layers)
+    head = inputs.whole_number(head, "head", 1, n_heads)
+    i = inputs.whole_number(step, "snapshot", 0, n_steps - 1)
+    steps = lab.records[run]["timelapse"]["steps"]
+    w = maps[i, layer - 1, head - 1]
+    title = f"step {steps[i]} of {steps[-1]} · {KIND_LABELS[kind]}, layer {layer}, head {head}"
+    stats = lab.records[run]["timelapse"]["stats"][kind]
+    role = lab.records[run]["timelapse"]["roles"][kind][i][layer - 1][head - 1]
+    caption = (f"{TIMELAPSE_NOTE} At step {steps[i]} this head's entropy over the shipped sample is "
+               f"{stats['entropy'][i][layer - 1][head - 1]:.2f} nats and its role *{role}*.")
+    figure = timelapse_figure(w, queries, keys, title, causal=kind == "decoder_self")
+    return finish_figure(figure, f"timelapse_{kind}_L{layer}H{head}_step{steps[i]}"), caption
+
+
+def heads_plot(lab, kind, layer, stat) -> Figure:
+    """A layer's heads over the snapshots: one statistic (over the shipped sample), each cell with its role."""
+    kind = inputs.check_kind(kind)
+    record = lab.records[lab.index["reference"]]["timelapse"]
+    if stat not in STATS:
+        raise ValueError(f"unknown statistic {stat!r}; choose one of: {', '.join(STATS)}")
+    values = np.asarray(record["stats"][kind][stat], dtype=np.float64)  # (steps, L, H); None -> nan
+    layer = _check_layer(layer, values.shape[1])
+    roles = [step_roles[layer - 1] for step_roles in record["roles"][kind]]
+    return finish_figure(head_timeline_figure(values[:, layer - 1], roles, record["steps"], stat),
+                         f"timelapse_heads_{kind}_L{layer}")

@@ -12,9 +12,9 @@ from viz.views import scaling
 from viz.views.attention import context, maps
 
 
-def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button]:
-    """The tab; returns its scale factor (0 = × 1/√d_k … 1 = × 1) and its button "Inside one head with this scale
-    factor →" (``build_inside_head`` wires it)."""
+def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
+    """The tab; returns its scale factor (0 = × 1/√d_k … 1 = × 1), its button "Inside one head with this scale
+    factor →" (``build_inside_head`` wires it) and its button to the Lab (``build_lab`` wires it)."""
     device = page.runs.toy_device
     with gr.Tab("Why 1/√d_k", id="scaling") as tab:
         gr.Markdown(PAPER_QUOTE)
@@ -36,12 +36,16 @@ def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button]:
             curves_plot = gr.Plot(label="Against d_k", elem_id="curves")
         sat_text = gr.Markdown()
         to_inside = trained_model_section(page, tab, alpha)
+        gr.Markdown("### 4 · The same, in training\nThe model above was trained *with* 1/√d_k; changing the factor "
+                    "afterwards is not training without it. The Lab trained siblings without it (and with additive "
+                    "attention): their loss, gradient and entropy curves.")
+        to_lab = gr.Button("The same, in training: the Lab →", elem_id="to-lab")
     gr.on([log2_dk.change, seed.change, page.demo.load], listener(scaling.variance_checked, device=device),
           [log2_dk, seed], [var_plot, hist_plot, var_text], api_name="scaling_variance", preprocess=False)
     gr.on([log2_dk.change, n_keys.change, alpha.change, seed.change, page.demo.load],
           listener(scaling.saturation_checked, device=device), [log2_dk, n_keys, alpha, seed],
           [weights_plot, curves_plot, sat_text], api_name="scaling_saturation", preprocess=False)
-    return alpha, to_inside
+    return alpha, to_inside, to_lab
 
 
 def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> gr.Button:

@@ -1,0 +1,79 @@
+"""The Lab tab: the paper's claims tested by training sibling models — Table 3 (A) beside ours, footnote 4's
+curves, two siblings on the visitor's sentence, and attention forming over training (the time-lapse). Its data
+are the shipped records of ``model.serving.lab`` (``assets/lab/``); its words are ``viz.views.lab``'s.
+
+Its endpoints for scripts (/lab_runs, /lab_attention, /timelapse) are ``viz.views.api``'s."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from model.serving.lab import SHIPPED
+from viz.ui.wiring import PRIVATE, Page, listener, page_and_api, sentence_box
+from viz.views import lab
+from viz.views.attention import maps
+
+
+def build_lab(page: Page, to_lab: gr.Button) -> None:
+    """The tab; ``to_lab`` (the "Why 1/√d_k" tab's "the same, in training" button) opens it."""
+    runs = page.runs
+    shelf = runs.lab
+    payload = shelf.runs_payload()
+    names = [r["name"] for r in payload["runs"]]
+    with gr.Tab("Lab", id="lab", elem_id="lab-tab") as tab:
+        gr.Markdown("## The paper's claims, tested by training\nSibling models of the shipped one, each trained "
+                    "with one thing changed — the number of heads at constant compute (Table 3 A), no 1/√d_k "
+                    "(footnote 4), additive attention — on the same data, vocabulary and budget.")
+        gr.Markdown(lab.summary(shelf), elem_id="lab-summary")
+        gr.Markdown("### Footnote 4 in training")
+        with gr.Row():
+            kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
+            layer = gr.Slider(0, runs.cfg.n_layers, value=0, step=1, label="Layer (0 = mean over layers)", scale=2)
+            chosen = gr.CheckboxGroup(lab.run_choices(shelf), value=[n for n in lab.FOOTNOTE4_RUNS if n in names],
+                                      label="Runs", scale=5)
+        curves = gr.Plot(label="Training curves", elem_id="lab-curves")
+        curves_note = gr.Markdown(elem_id="lab-curves-note")
+        gr.Markdown("### Two siblings on your sentence")
+        live = [(lab_label, name) for lab_label, name in lab.run_choices(shelf) if name in shelf.live]
+        sides = [("the shipped model (h = 8)", SHIPPED), *live]
+        with gr.Row():
+            text = sentence_box("English sentence", scale=4)
+            left = gr.Dropdown(sides, value=live[0][1] if live else SHIPPED, label="Left", scale=2)
+            right = gr.Dropdown(sides, value=SHIPPED, label="Right", scale=2)
+            pair_kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Kind", scale=2)
+            run_btn = gr.Button("Run both", variant="primary", scale=1)
+        notice = gr.Markdown(elem_id="lab-notice")
+        with gr.Row():
+            with gr.Column():
+                left_text = gr.Markdown()
+                left_plot = gr.Plot(label="Left: layers × heads", elem_id="lab-left")
+            with gr.Column():
+                right_text = gr.Markdown()
+                right_plot = gr.Plot(label="Right: layers × heads", elem_id="lab-right")
+        gr.Markdown("### Attention forming: the time-lapse")
+        sentences = [(s["source"], str(i)) for i, s in enumerate(shelf.sentences)]
+        with gr.Row():
+            example = gr.Dropdown(sentences, value="0" if sentences else None, label="Sentence", scale=4)
+            tl_kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Kind", scale=2)
+            tl_layer = gr.Slider(1, runs.cfg.n_layers, value=5, step=1, label="Layer", scale=2)
+            tl_head = gr.Slider(1, runs.cfg.n_heads, value=4, step=1, label="Head", scale=2)
+        n_steps = len(shelf.records[shelf.index["reference"]]["timelapse"]["steps"]) if shelf.records else 1
+        step = gr.Slider(0, max(n_steps - 1, 1), value=n_steps - 1, step=1, elem_id="lab-step",
+                         label="Training snapshot (0 = the untrained model … the last = the end of training)")
+        tl_plot = gr.Plot(label="One head at this step", elem_id="lab-timelapse")
+        tl_note = gr.Markdown(elem_id="lab-timelapse-note")
+        stat = gr.Radio(list(lab.STATS), value="sharpness", label="Per head over the steps")
+        heads = gr.Plot(label="The layer's heads over training", elem_id="lab-heads")
+
+    to_lab.click(lambda: gr.Tabs(selected="lab"), None, page.tabs, show_progress_on=to_lab, **PRIVATE)
+    if not shelf.records:
+        return  # nothing shipped yet: the summary says so
+    gr.on([tab.select, kind.change, layer.change, chosen.change], listener(lab.curves_plot, shelf),
+          [kind, layer, chosen], [curves, curves_note], **PRIVATE)
+    page_and_api([run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
+                 outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare")
+    gr.on([tab.select, example.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
+          listener(lab.timelapse_plot, shelf), [example, tl_kind, tl_layer, tl_head, step], [tl_plot, tl_note],
+          **PRIVATE, trigger_mode="always_last")
+    gr.on([tab.select, tl_kind.change, tl_layer.change, stat.change], listener(lab.heads_plot, shelf),
+          [tl_kind, tl_layer, stat], [heads], **PRIVATE)
