@@ -1,10 +1,10 @@
 """The lab's shipped runs, served: their records, the time-lapse maps, and siblings opened on demand.
 
-``assets/lab/`` (``ATTN_LAB_DIR`` names another folder) holds what ``python -m model.lab export`` wrote (``model.training.lab_export``): a JSON record
-per run, a time-lapse npz per run, ``sentences.json``, and a model folder for each sibling a visitor can run.
-At most ``capacity`` siblings (default 2) are loaded beside the shipped model at once; the least recently used
-goes first. Everything here is read-only and shared by every visitor.
-"""
+``assets/lab/`` (``ATTN_LAB_DIR`` names another folder) holds what ``python -m model.lab export`` wrote
+(``model.training.lab_export``): a JSON record per run, a time-lapse npz per run, ``index.json``, and a model
+folder for each sibling a visitor can run. At most ``capacity`` siblings (default 2) are loaded beside the
+shipped model at once; the least recently used goes first. Everything here is read-only and shared by every
+visitor.
 
 from __future__ import annotations
 
