@@ -5,6 +5,7 @@
 folder for each sibling a visitor can run. At most ``capacity`` siblings (default 2) are loaded beside the
 shipped model at once; the least recently used goes first. Everything here is read-only and shared by every
 visitor.
+"""
 
 from __future__ import annotations
 
