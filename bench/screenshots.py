@@ -65,6 +65,9 @@ TABS = (
      ()),
     ("Head analysis", "heads", ("#heads-grid .main-svg", "#rollout-enc .hm image", "#rollout-cross .hm image"), ()),
     ("Architecture", "architecture", ("#figure1 svg [data-attention='cross']", "#figure2 svg"), ()),
+    ("Lab", "lab", ("#lab-summary",),  # its figures, or (nothing shipped yet) the summary that says so
+     ("() => !!document.querySelector('#lab-heads .main-svg') || "
+      "(document.querySelector('#lab-summary')?.textContent || '').includes('still training')",)),
     ("Model card", "model-card", ("text=Model running on",), ()),
 )
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from viz.lab import MEAN, curves_figure, head_timeline_figure, timelapse_figure
+from viz.lab import MEAN, curves_figure, head_timeline_figure, role_legend, timelapse_figure
 from viz.views.lab import seed_noise, table_markdown, verdicts
 
 
@@ -69,4 +69,6 @@ def test_time_lapse_figures_blank_the_mask_and_label_roles():
     assert math.isnan(z[0][1]) and z[1][0] == pytest.approx(0.4)
     roles = [["alignment", "mixed"], ["EOS-sink", "alignment"]]
     fig = head_timeline_figure([[0.2, 0.3], [0.8, 0.1]], roles, [0, 100], "sharpness")
-    assert list(fig.data[0].x) == ["0", "100"] and fig.data[0].text[0] == ["align", "EOS"]
+    assert list(fig.data[0].y) == ["step 0", "step 100"] and list(fig.data[0].x) == ["H1", "H2"]
+    assert [list(row) for row in fig.data[0].text] == [["A", ""], ["E", "A"]]
+    assert "**A** alignment" in role_legend() and "mixed" not in role_legend()

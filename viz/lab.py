@@ -30,8 +30,9 @@ CURVES = (  # (key in a run's curves, subplot title, log y)
     ("entropy", "attention entropy (nats)", False),
 )
 MEAN = 0  # layer value: the mean over layers
-ROLE_SHORT = {"EOS-sink": "EOS", "previous-token": "prev", "next-token": "next", "self": "self",
-              "punctuation": "punct", "alignment": "align", "broad": "broad", "mixed": "", "no data": ""}
+# One letter per role (model.probes.analysis's rule), so that eight heads fit a phone's width.
+ROLE_CODES = {"alignment": "A", "broad": "B", "EOS-sink": "E", "previous-token": "P", "next-token": "N",
+              "self": "S", "punctuation": ",", "mixed": "", "no data": ""}
 
 
 def run_color(name: str) -> str:
@@ -78,7 +79,7 @@ def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figu
     axis = dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor=TEXT_COLOR, showline=True)
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)
-    fig.update_yaxes(type="log", row=2, col=1)
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=2, col=1)  # 10⁻², 10⁻¹: no crowded minors
     fig.update_xaxes(title_text="training step", row=len(CURVES), col=1)
     fig.update_annotations(font_size=FONT_SIZE)
     return fig
@@ -108,17 +109,24 @@ def timelapse_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[
 
 
 def head_timeline_figure(values, roles: Sequence[Sequence[str]], steps: Sequence[int], stat_label: str) -> go.Figure:
-    """One layer's heads (rows) over the snapshots (columns): ``values`` (steps, H) of one statistic, each cell
-    labelled with the head's role at that step (``roles``: steps × H). Answers "when did this head specialise?"."""
-    v = np.asarray(values, dtype=np.float64).T  # (H, steps)
-    text = [[ROLE_SHORT.get(roles[s][h], roles[s][h]) for s in range(len(steps))] for h in range(v.shape[0])]
+    """One layer's heads (columns) over the snapshots (rows, the untrained model on top): ``values`` (steps, H) of
+    one statistic, each cell marked with the head's role at that step (``roles``: steps × H; ``ROLE_CODES``).
+    Answers "when did this head specialise?"; eight narrow columns fit a phone."""
+    v = np.asarray(values, dtype=np.float64)  # (steps, H)
+    text = [[ROLE_CODES.get(r, "?") for r in step_roles] for step_roles in roles]
+    names = [list(step_roles) for step_roles in roles]
     fig = go.Figure(go.Heatmap(
-        z=v, x=[str(s) for s in steps], y=[f"H{h + 1}" for h in range(v.shape[0])], colorscale=COLORSCALE,
-        text=text, texttemplate="%{text}", textfont=dict(size=FONT_SIZE),
-        hovertemplate="step %{x}, %{y}: %{z:.3f} (%{text})<extra></extra>",
+        z=v, x=[f"H{h + 1}" for h in range(v.shape[1])], y=[f"step {s}" for s in steps], colorscale=COLORSCALE,
+        text=text, texttemplate="%{text}", textfont=dict(size=FONT_SIZE), customdata=names,
+        hovertemplate="%{y}, %{x}: %{z:.3f}, %{customdata}<extra></extra>",
         colorbar=dict(title=dict(text=stat_label, side="right"), thickness=12, outlinewidth=0)))
-    fig.update_layout(**_layout(max(260, 44 * v.shape[0] + 120)))
-    fig.update_layout(hovermode="closest")
-    fig.update_xaxes(title_text="training step", type="category", showgrid=False)
-    fig.update_yaxes(autorange="reversed", showgrid=False)
+    fig.update_layout(**_layout(max(300, 30 * v.shape[0] + 110)))
+    fig.update_layout(hovermode="closest", margin=dict(l=8, r=8, t=36, b=8))
+    fig.update_xaxes(side="top", showgrid=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False, type="category")
     return fig
+
+
+def role_legend() -> str:
+    """The role codes of ``head_timeline_figure``, as one line for the page."""
+    return " · ".join(f"**{code}** {role}" for role, code in ROLE_CODES.items() if code.strip())

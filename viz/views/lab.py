@@ -173,7 +173,7 @@ def summary(lab) -> str:
     payload = lab.runs_payload()
     if not payload["runs"]:
         return NOT_YET
-    trained = ", ".join(r["label"] for r in payload["runs"])
+    trained = "; ".join(r["label"] for r in payload["runs"])
     lines = [f"**Trained so far:** {trained}.", *(f"- {v}" for v in verdicts(payload))]
     return "\n".join(lines) + "\n\n### Table 3 (A) at our scale\n\n" + table_markdown(payload)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from model.serving.lab import SHIPPED
+from viz.lab import role_legend
 from viz.ui.wiring import PRIVATE, Page, listener, page_and_api, sentence_box
 from viz.views import lab
 from viz.views.attention import maps
@@ -64,13 +65,15 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
         tl_note = gr.Markdown(elem_id="lab-timelapse-note")
         stat = gr.Radio(list(lab.STATS), value="sharpness", label="Per head over the steps")
         heads = gr.Plot(label="The layer's heads over training", elem_id="lab-heads")
+        gr.Markdown("Roles (the Head analysis tab's rule, over the shipped sample): " + role_legend() +
+                    "; blank: mixed.")
 
     to_lab.click(lambda: gr.Tabs(selected="lab"), None, page.tabs, show_progress_on=to_lab, **PRIVATE)
     if not shelf.records:
         return  # nothing shipped yet: the summary says so
     gr.on([tab.select, kind.change, layer.change, chosen.change], listener(lab.curves_plot, shelf),
           [kind, layer, chosen], [curves, curves_note], **PRIVATE)
-    page_and_api([run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
+    page_and_api([tab.select, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
                  outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare")
     gr.on([tab.select, example.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
           listener(lab.timelapse_plot, shelf), [example, tl_kind, tl_layer, tl_head, step], [tl_plot, tl_note],
