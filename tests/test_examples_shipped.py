@@ -33,6 +33,14 @@ def test_the_caption_is_what_the_shipped_model_does(shipped, example):
     assert found.startswith(f"{example.kind} layer {example.layer} head {example.head}")
 
 
+@pytest.mark.parametrize("example", examples.EXAMPLES, ids=[e.topic for e in examples.EXAMPLES])
+def test_the_example_is_translated_correctly(shipped, example):
+    """The translation the page shows (greedy: the maps are greedy's) is the reference written with the example,
+    so a lesson is never taught on wrong German."""
+    assert example.reference, f"Example “{example.topic}” has no reference translation"
+    assert shipped.attention(example.sentence).translation == example.reference
+
+
 def test_the_default_view_is_the_sharpest_cross_attention_head(shipped):
     result = shipped.attention(attention.DEFAULT_SOURCE)
     maps = result.maps(share.DEFAULT_KIND)  # (L, H, T, S)

@@ -36,6 +36,7 @@ class Example:
     row: str  # the query token whose row the caption talks about
     column: str  # the key token that row looks at most
     writes: str = ""  # decoder kinds: the token that row predicts (the next target token, or </s>)
+    reference: str = ""  # a correct German translation, written here; the model's own (shown) must equal it
 
     @property
     def label(self) -> str:
@@ -59,29 +60,35 @@ class Example:
 EXAMPLES: tuple[Example, ...] = (
     Example("Word alignment", "Two dogs are running through the snow.",
             "A German word is often written while the decoder looks at the English word it translates.",
-            "cross", 5, 4, row="Zwei", writes="Hunde", column="dogs"),
+            "cross", 5, 4, row="Zwei", writes="Hunde", column="dogs",
+            reference="Zwei Hunde rennen durch den Schnee."),
     Example("Verb last (1): which verb", "A man is smiling while a woman takes a picture.",
             "In a clause that starts with während (while), German puts the verb at the very end.",
-            "cross", 5, 7, row="Foto", writes="macht", column="takes"),
+            "cross", 5, 7, row="Foto", writes="macht", column="takes",
+            reference="Ein Mann lächelt, während eine Frau ein Foto macht."),
     Example("Verb last (2): why now", "A man is smiling while a woman takes a picture.",
             "What tells the decoder that the verb is due? It looks back at the word that opened the clause.",
-            "decoder_self", 4, 7, row="Foto", writes="macht", column="während"),
+            "decoder_self", 4, 7, row="Foto", writes="macht", column="während",
+            reference="Ein Mann lächelt, während eine Frau ein Foto macht."),
     Example("Separable verb", "A woman is putting on a coat.",
             "To put on is anziehen: German splits the verb and puts its particle last.",
-            "cross", 6, 1, row="Mantel", writes="an", column="on"),
+            "cross", 6, 1, row="Mantel", writes="an", column="on", reference="Eine Frau zieht einen Mantel an."),
     Example("Article and noun gender", "A man is picking up a red ball.",
             "The article must agree with the noun's gender, so before writing it the decoder looks ahead, "
             "past the adjective, at the noun.",
-            "cross", 6, 6, row="hebt", writes="einen", column="ball"),
+            "cross", 6, 6, row="hebt", writes="einen", column="ball", reference="Ein Mann hebt einen roten Ball auf."),
     Example("Subject and verb agree", "A little girl in a pink dress is climbing a wooden fence.",
             "The verb agrees with its subject, even with a whole phrase in between.",
-            "decoder_self", 5, 1, row="Kleid", writes="klettert", column="Mädchen"),
+            "decoder_self", 5, 1, row="Kleid", writes="klettert", column="Mädchen",
+            reference="Ein kleines Mädchen in einem rosa Kleid klettert einen Holzzaun hoch."),
     Example("A noun and its adjective", "A little girl in a pink dress is climbing a wooden fence.",
             "The encoder mixes context into every word: here a noun attends to the adjective that describes it.",
-            "encoder_self", 1, 5, row="girl", column="little"),
-    Example("The end of the sentence", "A woman who is holding a baby walks down the street.",
+            "encoder_self", 1, 5, row="girl", column="little",
+            reference="Ein kleines Mädchen in einem rosa Kleid klettert einen Holzzaun hoch."),
+    Example("The end of the sentence", "A woman in a red coat walks down the street.",
             f"The translation stops when the decoder writes the end marker {EOS}.",
-            "cross", 5, 1, row=".", writes=EOS, column=EOS),
+            "cross", 5, 1, row=".", writes=EOS, column=EOS,
+            reference="Eine Frau in einem roten Mantel geht die Straße entlang."),
 )
 PROMPT = -1  # the menu's first entry, a prompt that opens nothing
 CHOICES = [("Examples that teach: choose one to open its view …", PROMPT)] + [
