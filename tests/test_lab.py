@@ -117,30 +117,6 @@ def test_a_recorded_run_keeps_curves_and_a_time_lapse(corpus, tmp_path):
 
 
 # --------------------------------------------------------------------------------------- export and serving
-@pytest.fixture(scope="module")
-def tiny_lab(corpus, tmp_path_factory):
-    """Three tiny finished runs named like siblings (h8 the reference, h1 and h1-unscaled live), exported."""
-    from dataclasses import asdict
-
-    from model.training.lab import BY_NAME, score
-    from model.training.lab_export import export_all
-
-    root = tmp_path_factory.mktemp("lab")
-    runs, out, card = root / "runs", root / "assets", root / "CARD.md"
-    card.write_text("# Card\n\ntext kept\n")
-    for name in ("h8", "h1", "h1-unscaled"):
-        sib = BY_NAME[name]
-        run = runs / name
-        assert main(["--data", str(corpus), "--out", str(run), "--preset", "tiny", "--max-tokens", "120",
-                     "--precision", "fp32", "--epochs", "1", "--record-every", "4", "--snapshots", "--probe",
-                     str(corpus / "val"), "--seed", str(sib.seed), *sib.args]) == 0
-        steps = json.loads((run / "last" / "trainer.json").read_text())["step"]
-        result = {"sibling": asdict(sib), "steps": steps, **score(run, corpus)}
-        (run / "result.json").write_text(json.dumps(result))
-    records = export_all(runs, out, card)
-    return runs, out, card, records
-
-
 def test_the_export_holds_each_runs_curves_bleu_and_time_lapse(tiny_lab):
     runs, out, card, records = tiny_lab
     index = json.loads((out / "index.json").read_text())

@@ -20,7 +20,7 @@ import numpy as np
 
 from model.terms import KINDS
 
-LAB = Path(os.environ.get("ATTN_LAB_DIR", Path(__file__).resolve().parents[2] / "assets" / "lab"))
+LAB = Path(__file__).resolve().parents[2] / "assets" / "lab"
 REFERENCE = "h8"  # the run whose time-lapse the API serves: the shipped architecture under the lab's budget
 SHIPPED = "shipped"  # /lab_attention's name for the shipped model (h = 8, the full training budget)
 MAP_DECIMALS = 3
@@ -35,8 +35,9 @@ def _allowed(what: str, value, allowed) -> LabError:
 
 
 class Lab:
-    def __init__(self, folder: str | Path = LAB, device=None, capacity: int = 2):
-        self.folder, self.device, self.capacity = Path(folder), device, capacity
+    def __init__(self, folder: str | Path | None = None, device=None, capacity: int = 2):
+        self.folder = Path(folder or os.environ.get("ATTN_LAB_DIR") or LAB)
+        self.device, self.capacity = device, capacity
         self._open: OrderedDict[str, object] = OrderedDict()
         self._lock = threading.Lock()
 
