@@ -218,6 +218,8 @@ def compare(runs, text, left, right, kind) -> tuple[str, Figure, str, Figure]:
     text, kind = inputs.check_text(text), inputs.check_kind(kind)
     out = []
     for run in (left, right):
+        if not isinstance(run, str):
+            raise ValueError(f"run must be a name (text), got {inputs.shown(run)}")
         result = runs.lab_attention(text, run)
         name = "the shipped model (h = 8, full budget)" if run == SHIPPED else run
         out += [f"**{name}:** {result.translation}", overview_plot(result, kind)]

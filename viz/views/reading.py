@@ -90,4 +90,15 @@ HOW_TO_READ = {
         "**Lines.** A line joins a query token to a key token; the stronger the weight, the darker the line. "
         "Hover or click a token to see only its lines.",
     ]),
+    "lab": "\n\n".join([
+        "**Siblings.** Each sibling is the shipped architecture trained again on the same data and vocabulary for "
+        "the same shorter budget, with one thing changed: the number of heads (d_k = 192 / h, so the compute "
+        "stays the same), no 1/√d_k, or additive attention. A second seed of some siblings measures the noise: "
+        "a difference smaller than that says nothing.",
+        "**Curves.** The x axis is the training step. Loss falls as the model learns; the gradient norm of W^Q "
+        "and W^K is how strongly training moves the queries and keys (footnote 4: without 1/√d_k it can "
+        "collapse); the entropy is how spread out attention is (low: each row looks at few tokens).",
+        "**Time-lapse.** The same sentence, teacher-forced with its reference, at log-spaced steps: at step 0 "
+        "attention is nearly uniform; watch when a head starts to align. " + _ROWS,
+    ]),
 }

@@ -10,7 +10,7 @@ import gradio as gr
 
 from model.serving.lab import SHIPPED
 from viz.lab import role_legend
-from viz.ui.wiring import PRIVATE, Page, listener, page_and_api, sentence_box
+from viz.ui.wiring import PRIVATE, Page, how_to_read, listener, page_and_api, sentence_box
 from viz.views import lab
 from viz.views.attention import maps
 
@@ -25,6 +25,7 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
         gr.Markdown("## The paper's claims, tested by training\nSibling models of the shipped one, each trained "
                     "with one thing changed — the number of heads at constant compute (Table 3 A), no 1/√d_k "
                     "(footnote 4), additive attention — on the same data, vocabulary and budget.")
+        how_to_read("lab")
         gr.Markdown(lab.summary(shelf), elem_id="lab-summary")
         gr.Markdown("### Footnote 4 in training")
         with gr.Row():
@@ -74,7 +75,8 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
     gr.on([tab.select, kind.change, layer.change, chosen.change], listener(lab.curves_plot, shelf),
           [kind, layer, chosen], [curves, curves_note], **PRIVATE)
     page_and_api([tab.select, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
-                 outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare")
+                 outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare",
+                 preprocess=False)  # its own checks, with messages (a Dropdown's would name Python types)
     gr.on([tab.select, example.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
           listener(lab.timelapse_plot, shelf), [example, tl_kind, tl_layer, tl_head, step], [tl_plot, tl_note],
           **PRIVATE, trigger_mode="always_last")
