@@ -118,8 +118,9 @@ def tiny_lab(corpus, tmp_path_factory):
     import json
     from dataclasses import asdict
 
-    from model.training.lab import BY_NAME, score
+    from model.training.lab import score
     from model.training.lab_export import export_all
+    from model.training.siblings import BY_NAME
     from model.training.train import main
 
     root = tmp_path_factory.mktemp("lab")

@@ -15,8 +15,8 @@ from model.network.checkpoint import load_model, save_model
 from model.network.config import TINY, TransformerConfig
 from model.network.decode import greedy_decode
 from model.network.transformer import AttentionMaps, EncoderDecoder, additive_scores
-from model.training.lab import SIBLINGS, Sibling
 from model.training.recorder import TIMELAPSE, snapshot_steps
+from model.training.siblings import SIBLINGS, Sibling
 from model.training.train import main
 
 

@@ -15,8 +15,8 @@ import torch
 from model.network.checkpoint import load_model
 from model.network.transformer import AttentionMaps
 from model.serving.lab import LAB, Lab
-from model.training.lab import BY_NAME
 from model.training.lab_export import CARD_END, CARD_START, card_section
+from model.training.siblings import BY_NAME
 from viz.views import lab as lab_view
 
 CARD = LAB.parent / "model" / "MODEL_CARD.md"

@@ -23,60 +23,18 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from model.cli import command
 from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text, load_config
 from model.training.data import MULTI30K, encode_pairs, load_pairs, make_batches
+from model.training.lab_export import export_all
+from model.training.siblings import BUDGET, BY_NAME, EPOCHS, MAX_TOKENS, SIBLINGS, Sibling
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_TOKENIZER = ROOT / "assets" / "model" / TOKENIZER_FILE
 RUNS = ROOT / "runs" / "lab"
-EPOCHS, MAX_TOKENS = 6, 2000
-BUDGET = ["--epochs", str(EPOCHS), "--max-tokens", str(MAX_TOKENS), "--warmup", "800", "--lr-scale", "0.625",
-          "--precision", "fp32", "--record-every", "25", "--snapshots", "--checkpoint-minutes", "5"]
-
-
-@dataclass(frozen=True)
-class Sibling:
-    name: str
-    heads: int
-    scaled: bool = True
-    attention: str = "dot"
-    seed: int = 1
-    tests: str = ""  # the claim it is for
-
-    @property
-    def args(self) -> list[str]:
-        out = ["--heads", str(self.heads), "--seed", str(self.seed), "--attention", self.attention]
-        return out + ([] if self.scaled else ["--no-scale"])
-
-    @property
-    def label(self) -> str:
-        what = {"dot": "dot product" + ("" if self.scaled else ", unscaled"), "additive": "additive"}[self.attention]
-        seed = f", seed {self.seed}" if self.seed != 1 else ""
-        return f"h = {self.heads}, d_k = {192 // self.heads}, {what}{seed}"
-
-
-FOOTNOTE4, TABLE3A = "footnote 4", "Table 3 (A)"
-# In the order they train: the reference and footnote 4's pair first, then the seeds, then Table 3 (A)'s rest.
-SIBLINGS: tuple[Sibling, ...] = (
-    Sibling("h8", 8, tests="the reference: the shipped architecture under the lab's budget"),
-    Sibling("h1", 1, tests=f"{TABLE3A}; {FOOTNOTE4} (scaled, d_k = 192)"),
-    Sibling("h1-unscaled", 1, scaled=False, tests=f"{FOOTNOTE4}: no 1/√d_k at d_k = 192"),
-    Sibling("h1-additive", 1, attention="additive", tests=f"{FOOTNOTE4}: additive attention at d_k = 192"),
-    Sibling("h8-unscaled", 8, scaled=False, tests=f"{FOOTNOTE4}: no 1/√d_k at d_k = 24"),
-    Sibling("h1-seed2", 1, seed=2, tests="seed noise"),
-    Sibling("h1-unscaled-seed2", 1, scaled=False, seed=2, tests="seed noise"),
-    Sibling("h8-seed2", 8, seed=2, tests="seed noise"),
-    Sibling("h4", 4, tests=TABLE3A),
-    Sibling("h2", 2, tests=TABLE3A),
-    Sibling("h16", 16, tests=TABLE3A),
-)
-BY_NAME = {s.name: s for s in SIBLINGS}
-
-
 def total_steps(data: Path, seed: int) -> int:
     """Updates in ``EPOCHS`` epochs of ``seed``'s batches (the cool-down ends exactly there)."""
     from model.network.tokenizer import Tokenizer
@@ -174,8 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "status":
         status(args.runs)
         return 0
-    from model.training.lab_export import export_all
-
     export_all(args.runs, args.out, card=ROOT / "assets" / "model" / "MODEL_CARD.md")
     return 0
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from model.network.checkpoint import CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, atomic_write_text, save_model
-from model.training.lab import BUDGET, BY_NAME, SIBLINGS
+from model.training.siblings import BUDGET, BY_NAME, SIBLINGS
 
 LIVE = ("h1", "h1-unscaled", "h1-additive")  # the siblings a visitor can run on their own sentence
 TIMELAPSE_STATS = ("entropy", "confidence", "sharpness", "eos", "previous")
