@@ -30,7 +30,7 @@ DEFAULT_RESULTS = ROOT / "bench" / "RESULTS.md"
 # the part of RESULTS.md a run rewrites; everything outside these two lines is kept as written
 BEGIN, END = "<!-- python -m bench writes from here -->", "<!-- to here -->"
 # server also yields load, cold_start and payload_sent; gpu measures nothing without CUDA (bench/gpu.py)
-SECTIONS = ("server", "browser", "payload", "model", "capacity", "gpu")
+SECTIONS = ("server", "browser", "payload", "model", "capacity", "lab", "gpu")
 GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
          "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
 
@@ -64,7 +64,7 @@ def meta(threads: int) -> dict:
 
 
 def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> dict:
-    from bench import browser, capacity, gpu, model_speed, payload, server
+    from bench import browser, capacity, gpu, lab, model_speed, payload, server
     from model.network.checkpoint import TOKENIZER_FILE
     from model.network.inference import ASSETS
     from model.network.tokenizer import Tokenizer
@@ -78,6 +78,7 @@ def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> 
         "payload": lambda: {"payload": payload.run()},
         "model": lambda: {"model": model_speed.run(quick, threads, log)},
         "capacity": lambda: {"capacity": capacity.run(quick, log)},
+        "lab": lambda: {"lab": lab.run(quick, log)},
         "gpu": lambda: {"gpu": gpu.run(quick, log)},
     }
     for name in sections:
@@ -188,6 +189,10 @@ def table(r: dict) -> str:
         from bench.capacity import rows as capacity_rows
 
         rows += capacity_rows(r["capacity"])
+    if "lab" in r:
+        from bench.lab import rows as lab_rows
+
+        rows += lab_rows(r["lab"])
     if "gpu" in r:
         from bench.gpu import rows as gpu_rows
 

@@ -70,3 +70,12 @@ def test_a_run_rewrites_its_block_of_results_md_and_keeps_the_text_around_it(tmp
     assert [p.name for p in tmp_path.iterdir()] == ["RESULTS.md"]  # no temporary file left
     shipped = DEFAULT_RESULTS.read_text(encoding="utf-8")
     assert shipped.count(BEGIN) == 1 and shipped.count(END) == 1, "a full run would append, not replace"
+
+
+def test_the_lab_section_says_why_it_skips_while_no_sibling_is_shipped(tmp_path, monkeypatch):
+    from bench import lab
+
+    monkeypatch.setenv("ATTN_LAB_DIR", str(tmp_path))  # an empty lab: no index.json, no live sibling
+    result = lab.run(quick=True, log=lambda _: None)
+    assert "no lab sibling" in result["skipped"]
+    assert lab.rows(result)[0][1].startswith("skipped: no lab sibling")

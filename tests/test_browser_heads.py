@@ -86,8 +86,11 @@ def test_an_ablation_shows_its_progress_then_both_translations_the_maps_and_the_
     text = page.inner_text("#ablation")
     assert all(h in text for h in heads) and "sample BLEU (200 sentences)" in text and "chrF" in text, text
     assert translation in text  # the sentence with every head, beside the one without them
-    off = page.evaluate(f"() => (({GD})('ablated').layout.shapes || []).map(s => s.name).filter(n => / off$/.test(n))")
-    assert sorted(off) == sorted(f"L{h.split(':')[1]} H{h.split(':')[2]} off" for h in heads if h.startswith("cross"))
+    # the text and the figure arrive in one answer, but the page may draw the figure a moment after the text
+    offs = f"() => (({GD})('ablated')?.layout.shapes || []).map(s => s.name).filter(n => / off$/.test(n))"
+    expected = sorted(f"L{h.split(':')[1]} H{h.split(':')[2]} off" for h in heads if h.startswith("cross"))
+    page.wait_for_function(f"(n) => ({GD})('ablated') && ({offs})().length === n", arg=len(expected))
+    assert sorted(page.evaluate(offs)) == expected
     page.locator("#ablated-kind label:has(input[value='encoder_self'])").click()  # another kind: from the cache
     page.wait_for_function(f"() => JSON.stringify(({GD})('ablated').layout.meta).includes('Encoder self-attention')")
     assert page.evaluate(f"() => ({GD})('ablated').layout.shapes.some(s => s.name === 'L1 H1 off')")

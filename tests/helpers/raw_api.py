@@ -58,9 +58,18 @@ class RawClient:
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 headers: dict | None = None) -> tuple[int, bytes]:
-        self.conn.request(method, path, body=body, headers=headers or {})
-        resp = self.conn.getresponse()
-        return resp.status, resp.read()
+        # The server closes a kept-alive connection that sat idle for a few seconds (uvicorn's keep-alive
+        # timeout): a test that computed for longer than that meanwhile retries once on a fresh connection.
+        for attempt in (0, 1):
+            try:
+                self.conn.request(method, path, body=body, headers=headers or {})
+                resp = self.conn.getresponse()
+                return resp.status, resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.conn.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def call(self, name: str, data: list) -> Answer:
         body = json.dumps({"data": data, "session_hash": self.session_hash}).encode()  # NaN, Infinity allowed
