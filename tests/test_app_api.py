@@ -24,6 +24,8 @@ from viz.architecture import figure1_svg
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
 SENTENCE = "A man in a blue shirt is playing the guitar on the street."
+# gradio_client's requests use httpx's default timeout (5 s): too short on a busy machine
+SLOW_MACHINE = {"timeout": 300}
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +37,12 @@ def app_module(serve):
 @pytest.fixture(scope="module")
 def client(app_module) -> Client:
     # gradio_client ignores GRADIO_ANALYTICS_ENABLED: it must be told directly.
-    return Client(app_module.demo.local_url, analytics_enabled=False, verbose=False)
+    return Client(app_module.demo.local_url, analytics_enabled=False, verbose=False, httpx_kwargs=SLOW_MACHINE)
 
 
 def new_client(app_module) -> Client:
     """A client with its own session (its own gr.State)."""
-    return Client(app_module.demo.local_url, analytics_enabled=False, verbose=False)
+    return Client(app_module.demo.local_url, analytics_enabled=False, verbose=False, httpx_kwargs=SLOW_MACHINE)
 
 
 # ------------------------------------------------------------------------------------------------ helpers

@@ -30,7 +30,8 @@ def served(serve):
     """The shipped model served in this process, and a gradio_client for it."""
     app = serve("shipped")
     return SimpleNamespace(translator=app.translator,
-                           client=Client(app.url, analytics_enabled=False, verbose=False))
+                           client=Client(app.url, analytics_enabled=False, verbose=False,
+                                         httpx_kwargs={"timeout": 300}))
 
 
 @pytest.fixture(scope="module")

@@ -191,6 +191,6 @@ def test_a_real_process_prints_no_traceback(tiny_model_dir, tmp_path):
     shutil.copytree(tiny_model_dir, folder)
     edit_config(vocab_size=10**12)(folder)
     proc = subprocess.run([sys.executable, "-m", "model.translate", "a dog.", "--model", str(folder)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert_one_line_error(proc.returncode, proc.stderr, str(folder / "config.json"))
     assert proc.stdout == ""
