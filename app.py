@@ -31,7 +31,11 @@ from model.serving.batching import BatchSettings
 from model.serving.cache import fixed_mmap_threshold
 from model.serving.runs import Runs
 from viz.ui.endpoints import build_endpoints
-from viz.ui.patches import lean_sessions, progress_on_components
+from viz.ui.guards import guarded
+from viz.ui.limits import fair_queue, raw_json_answers
+from viz.ui.logs import bounded_logs
+from viz.ui.patches import answer_every_value, lean_sessions, progress_on_components
+from viz.ui.server import limited_server
 from viz.ui.tabs.architecture import build_architecture
 from viz.ui.tabs.attention import build_attention
 from viz.ui.tabs.decoding import build_decoding
@@ -40,7 +44,7 @@ from viz.ui.tabs.inside_head import build_inside_head
 from viz.ui.tabs.lab import build_lab
 from viz.ui.tabs.model_card import build_model_card
 from viz.ui.tabs.scaling import build_scaling
-from viz.ui.wiring import Page
+from viz.ui.wiring import Page, open_linked_tabs
 from viz.views.model_card import header
 from viz.views.page import WEB, page_script
 
@@ -66,21 +70,23 @@ def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
                    delete_cache=(CACHE_AGE_S, CACHE_AGE_S)) as demo:
         result = gr.State(None)  # the session's run, which every tab reads (a key into runs' cache)
         gr.Markdown(header(translator.cfg), elem_id="header")
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab one tap away, on a phone too
             page = Page(runs, demo, tabs, result)
             # The cross-tab links: the Attention tab's sentence and choices are followed, and opened, by the tabs
             # after it; the Why tab's scale factor goes into "Inside a head" (by a button on either tab), and its
             # "the same, in training" into the Lab.
             attention = build_attention(page)
             build_decoding(page)
-            alpha, to_inside, to_lab = build_scaling(page)
-            build_inside_head(page, attention, alpha, to_inside)  # a row clicked in the close-up opens its query
+            why_factor, to_inside, to_lab = build_scaling(page)
+            build_inside_head(page, attention, why_factor, to_inside)  # a row clicked in the close-up opens its query
             build_head_analysis(page, attention)  # a cell clicked opens its head on the Attention tab
             build_architecture(page, attention)  # a block clicked opens its kind on the Attention tab
             build_lab(page, to_lab)  # the Why tab's "the same, in training" opens it
             build_model_card(page)
+            open_linked_tabs(page)  # a link's view, on the tab it names (each tab's part: viz.ui.wiring.on_link)
         build_endpoints(runs)
     progress_on_components(demo)
+    answer_every_value(demo)  # too few, too many or unusable values: a message (viz.ui.patches)
     return demo
 
 
@@ -89,16 +95,23 @@ def launch(demo: gr.Blocks, **kwargs):
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
     batch in the app's model process (``model.serving.batching``, ``model.serving.worker``; with ``ATTN_BATCH=0``,
     two at a time for two cores, here), and api_open=False sends even raw HTTP calls through the queue. Sessions are
-    small (``viz.ui.patches.lean_sessions``), at most ``SESSION_CAPACITY``.
+    small (``viz.ui.patches.lean_sessions``), at most ``SESSION_CAPACITY``. One visitor holds a few queue places at
+    most and unread answers are dropped (``viz.ui.limits``); bodies, headers and connections are bounded by the
+    server (``viz.ui.server``), and so are the logs (``viz.ui.logs``): model/serving/README.md.
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
-    The app takes no uploads: Gradio's upload route refuses any file that is not empty (``max_file_size``)."""
+    The app takes no uploads: every upload is refused (``viz.ui.guards``; ``max_file_size`` too)."""
     batching = BatchSettings.from_env()
     workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
+    fair_queue()  # no visitor holds more than a few places; unread answers are dropped (viz.ui.limits)
     demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
+    raw_json_answers()  # an answer written as JSON once is sent as it is (viz.ui.limits)
+    limited_server()  # bounded bodies, headers and connections (viz.ui.server)
+    bounded_logs()  # a bad input is one line, a fault a cut traceback (viz.ui.logs)
     lean_sessions()  # new sessions keep no copy of every component and value (viz.ui.patches)
     fixed_mmap_threshold()  # freed maps go back to the OS (model/serving/cache.py)
+    # app_kwargs: routes Gradio answers badly (v2 calls, uploads, removed exports) are answered first (viz.ui.guards)
     return demo.launch(share=False, css_paths=[WEB / "app.css"], js=page_script(), show_error=False,
-                       max_file_size=0, state_session_capacity=SESSION_CAPACITY, **kwargs)
+                       max_file_size=0, state_session_capacity=SESSION_CAPACITY, app_kwargs=guarded(demo), **kwargs)
 
 
 def load_translator(folder: str | Path = MODEL_DIR) -> Translator:

@@ -30,7 +30,7 @@ DEFAULT_RESULTS = ROOT / "bench" / "RESULTS.md"
 # the part of RESULTS.md a run rewrites; everything outside these two lines is kept as written
 BEGIN, END = "<!-- python -m bench writes from here -->", "<!-- to here -->"
 # server also yields load, cold_start and payload_sent; gpu measures nothing without CUDA (bench/gpu.py)
-SECTIONS = ("server", "browser", "payload", "model", "capacity", "lab", "gpu")
+SECTIONS = ("server", "browser", "tabs", "payload", "model", "capacity", "limits", "lab", "gpu")
 GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
          "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
 
@@ -64,7 +64,7 @@ def meta(threads: int) -> dict:
 
 
 def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> dict:
-    from bench import browser, capacity, gpu, lab, model_speed, payload, server
+    from bench import browser, capacity, gpu, lab, limits, model_speed, payload, server, tabs
     from model.network.checkpoint import TOKENIZER_FILE
     from model.network.inference import ASSETS
     from model.network.tokenizer import Tokenizer
@@ -75,9 +75,11 @@ def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> 
     jobs = {
         "server": lambda: server.run(quick, text32, log, tokenizer=tokenizer),
         "browser": lambda: {"browser": browser.run(quick, log)},
+        "tabs": lambda: {"tabs": tabs.run(quick, log)},
         "payload": lambda: {"payload": payload.run()},
         "model": lambda: {"model": model_speed.run(quick, threads, log)},
         "capacity": lambda: {"capacity": capacity.run(quick, log)},
+        "limits": lambda: {"limits": limits.run(quick, log)},
         "lab": lambda: {"lab": lab.run(quick, log)},
         "gpu": lambda: {"gpu": gpu.run(quick, log)},
     }
@@ -129,6 +131,10 @@ def table(r: dict) -> str:
         if "until_plotly_react" in b:
             rows.append(("Browser: of which click → Plotly.react (server + network + Gradio's page; the rest is "
                          "drawing)", f"{b['until_plotly_react']['median_ms']:.0f} ms", "", ""))
+    if "tabs" in r:  # the tabs after the Attention tab, each interaction against the echo on its page
+        from bench.tabs import rows as tabs_rows
+
+        rows += tabs_rows(r["tabs"])
     for n, s in r.get("server", {}).get("words", {}).items():
         goal = f"≤ {GOALS['server_20_words_ms']:.0f} ms" if n == "20" else ""
         ok = _ok(s["median_ms"], GOALS["server_20_words_ms"]) if n == "20" else ""
@@ -189,6 +195,10 @@ def table(r: dict) -> str:
         from bench.capacity import rows as capacity_rows
 
         rows += capacity_rows(r["capacity"])
+    if "limits" in r:
+        from bench.limits import rows as limits_rows
+
+        rows += limits_rows(r["limits"])
     if "lab" in r:
         from bench.lab import rows as lab_rows
 

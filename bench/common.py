@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from viz.offline import OFFLINE_ENV
@@ -134,6 +135,17 @@ class AppProcess:
     proc: subprocess.Popen
     spawned_at: float  # time.perf_counter() just before Popen
     http_200_s: float  # spawn -> first HTTP 200 on "/"
+    log: Any = None  # the file its stdout and stderr go to
+
+    def log_bytes(self) -> int:
+        """How many bytes the app has written to its log so far."""
+        self.log.flush()
+        return os.fstat(self.log.fileno()).st_size
+
+    def log_text(self, start: int = 0) -> str:
+        """The app's log from byte ``start`` on (read without moving the file's offset, which the app writes at)."""
+        end = self.log_bytes()
+        return os.pread(self.log.fileno(), max(0, end - start), start).decode("utf-8", "replace")
 
 
 @contextlib.contextmanager
@@ -165,7 +177,7 @@ def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0,
                 if time.perf_counter() - start > timeout:
                     raise TimeoutError(f"{' '.join(args)} did not answer on {url} within {timeout} s")
                 time.sleep(0.02)
-            yield AppProcess(url, proc, start, time.perf_counter() - start)
+            yield AppProcess(url, proc, start, time.perf_counter() - start, log)
         finally:
             proc.terminate()
             try:
@@ -185,14 +197,17 @@ _DEFAULTS: dict[tuple, list] = {}  # (host, port, endpoint) -> its parameters' d
 class GradioHTTP:
     """Gradio's queue protocol over one keep-alive connection: POST /gradio_api/call/<name>, then GET its SSE.
 
-    Not thread-safe: give each thread its own. ``call`` returns (outputs, bytes of the SSE answer).
+    Not thread-safe: give each thread its own. ``call`` returns (outputs, bytes of the SSE answer). ``address``: the
+    visitor this client stands for, sent as X-Forwarded-For (the app trusts it from loopback, as from a proxy, and
+    bounds each visitor's places in its queue: ``viz.ui.limits``); None: the loopback address itself.
     """
 
-    def __init__(self, url: str, timeout: float = 120.0):
+    def __init__(self, url: str, timeout: float = 120.0, address: str | None = None):
         if not is_loopback(url):
             raise ValueError(f"the benchmark only talks to loopback addresses, not {url}")
         parsed = urlparse(url)
         self.host, self.port, self.timeout = parsed.hostname, parsed.port or 80, timeout
+        self.headers = {"X-Forwarded-For": address} if address else {}
         self.conn: http.client.HTTPConnection | None = None
 
     def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
@@ -200,7 +215,7 @@ class GradioHTTP:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
-                headers = {"Content-Type": "application/json"} if body is not None else {}
+                headers = {**self.headers, **({"Content-Type": "application/json"} if body is not None else {})}
                 self.conn.request(method, path, body=body, headers=headers)
                 resp = self.conn.getresponse()
                 data = resp.read()
@@ -251,6 +266,11 @@ class GradioHTTP:
             self.conn = None
 
 
+def visitor_address(i: int) -> str:
+    """The ``i``-th simulated visitor's address (a private one, as X-Forwarded-For: ``GradioHTTP``)."""
+    return f"10.77.{i // 250 % 256}.{i % 250 + 1}"
+
+
 def visualise_args(text: str) -> list:
     """Inputs of the app's /visualise endpoint: text, target, kind, layer, head (0 = mean)."""
     return [text, "", "encoder_self", 1, 0]
@@ -260,14 +280,14 @@ def client_burst(app_url: str, n_clients: int, per_client: int, text: Callable[[
             endpoint: str = "visualise", timeout: float = 600.0, deadline: float | None = None) -> dict:
     """``n_clients`` threads (own connections) sending ``per_client`` requests each, all released at once;
     ``text(client, request)`` gives the request's inputs; none is sent after ``deadline`` (perf_counter).
-    -> latency stats, requests/s and errors."""
+    Each client is a visitor of its own (``visitor_address``). -> latency stats, requests/s and errors."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     start_line = threading.Barrier(n_clients)
 
     def worker(c: int) -> None:
-        client = GradioHTTP(app_url, timeout=timeout)
+        client = GradioHTTP(app_url, timeout=timeout, address=visitor_address(c))
         try:
             start_line.wait(timeout=60)
             for r in range(per_client):

@@ -5,12 +5,12 @@
     python -m bench.screenshots --only present --only 'tab-*-390x844-dark'
     python -m bench.screenshots --url http://127.0.0.1:7860/   # an app already running (loopback only)
 
-Files go to screenshots/ (git-ignored): ``<shot>-<width>x<height>-<theme>.png`` is the first screen (the viewport),
-``…-full.png`` the whole page, ``…-element.png`` one figure. ``--only`` takes fnmatch patterns (or plain
-substrings) of the name without ``.png``; a size/theme that has no shot chosen is not opened at all. The files
-written are printed, one a line; so is anything the page did that it never should (a console error, a request off
-loopback), and the exit status is then 1. One Chromium, one page per size and theme (each shot waits for its
-figures: no sleeps).
+Files go to screenshots/ (git-ignored; ``--out DIR`` elsewhere): ``<shot>-<width>x<height>-<theme>.png`` is the
+first screen (the viewport), ``…-full.png`` the whole page, ``…-element.png`` one figure. ``--only`` takes fnmatch
+patterns (or plain substrings) of the name without ``.png``; a size/theme that has no shot chosen is not opened at
+all. The files written are printed, one a line; so is anything the page did that it never should (a console error,
+a request off loopback), and the exit status is then 1. One Chromium, one page per size and theme (each shot waits
+for its figures: no sleeps).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ class Session:
     size: str
     theme: str
     wanted: Callable[[str], bool]
+    out: Path = SHOTS
     written: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -89,19 +90,19 @@ class Session:
     def shoot(self, shot: str, element: str | None = None) -> None:
         """The viewport and the full page (and ``element`` alone, if given) of what is shown now."""
         self.page.evaluate(SETTLED)
-        SHOTS.mkdir(exist_ok=True)
+        self.out.mkdir(parents=True, exist_ok=True)
         for suffix, full in (("", False), ("-full", True)):
-            path = SHOTS / f"{self.name(shot, suffix)}.png"
+            path = self.out / f"{self.name(shot, suffix)}.png"
             self.page.screenshot(path=str(path), full_page=full)
             self.record(path)
         if element:
-            path = SHOTS / f"{self.name(shot, '-element')}.png"
+            path = self.out / f"{self.name(shot, '-element')}.png"
             self.page.locator(element).first.screenshot(path=str(path))
             self.record(path)
 
     def record(self, path: Path) -> None:
         self.written.append(path)
-        print(path.relative_to(ROOT), flush=True)
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path, flush=True)
 
 
 def matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
@@ -119,7 +120,7 @@ def wait_drawn(page, selectors: Sequence[str] = (), functions: Sequence[str] = (
 
 
 def select_tab(page, label: str, tab_id: str) -> None:
-    """Open a tab; on a narrow page Gradio folds most tabs into a "More tabs" menu (listed by label)."""
+    """Open a tab (by its button; by Gradio's "More tabs" menu, listed by label, should the tabs ever fold into one)."""
     tab = page.locator(f"[role=tab][data-tab-id='{tab_id}']")
     if tab.count() and tab.first.is_visible():
         tab.first.click()
@@ -178,11 +179,12 @@ def long_shots(s: Session) -> None:
     s.shoot("long-100-tokens", "#detail")
 
 
-def shoot_one(browser, url: str, width: int, height: int, theme: str, wanted: Callable[[str], bool]) -> Session:
+def shoot_one(browser, url: str, width: int, height: int, theme: str, wanted: Callable[[str], bool],
+              out: Path = SHOTS) -> Session:
     context = browser.new_context(viewport={"width": width, "height": height})
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
-    s = Session(page, f"{width}x{height}", theme, wanted)
+    s = Session(page, f"{width}x{height}", theme, wanted, out)
     page.on("console", lambda m: m.type == "error" and s.problems.append(f"console: {m.text}"))
     page.on("pageerror", lambda e: s.problems.append(f"pageerror: {e}"))
     page.on("request", lambda r: None if is_loopback(r.url) else s.problems.append(f"off loopback: {r.url}"))
@@ -223,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
                         help="shots whose name (e.g. tab-scaling-390x844-dark) matches; repeatable. Shots: "
                              + ", ".join(SHOT_NAMES))
+    parser.add_argument("--out", type=Path, default=SHOTS, help="the folder to write to (default: screenshots/)")
     parser.add_argument("--url", help="an app already running on loopback (default: start `python app.py`)")
     args = parser.parse_args(argv)
     wanted = matcher(args.only)
@@ -238,14 +241,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             for width, height, theme in combos:
-                sessions.append(shoot_one(browser, url, width, height, theme, wanted))
+                sessions.append(shoot_one(browser, url, width, height, theme, wanted, args.out))
         finally:
             browser.close()
     problems = [f"{s.size} {s.theme}: {p}" for s in sessions for p in s.problems]
     for line in problems:
         print(f"PROBLEM {line}", file=sys.stderr)
     n = sum(len(s.written) for s in sessions)
-    print(f"{n} screenshots in {SHOTS.relative_to(ROOT)}/ ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    print(f"{n} screenshots in {args.out}/ ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
     return 1 if problems else 0
 
 

@@ -14,14 +14,18 @@ from model.network.checkpoint import WEIGHTS_FILE
 from model.network.inference import Encoded
 from model.probes.ablation import Sample, file_sha256
 from model.probes.analysis import (
+    EOS_SINK,
     NO_DATA,
     ROLE_THRESHOLDS,
+    ROLES,
+    START_SINK,
     STAT_LABELS,
     STATS,
     HeadStats,
     RoleThresholds,
     head_stats_payload,
     is_punctuation,
+    role_name,
     role_of,
     role_rule_markdown,
     rollout,
@@ -96,6 +100,23 @@ def test_decoder_rows_see_only_the_past_and_row_zero_is_left_out():
     assert math.isnan(m["next"])  # the decoder cannot look ahead
     only_bos = means(one_map_stats("decoder_self", np.ones((1, 1)), ["<s>"], ["<s>"]), "decoder_self")
     assert math.isnan(only_bos["eos"]) and role_of("decoder_self", only_bos) == NO_DATA
+
+
+def test_a_decoder_head_on_its_start_token_is_a_start_sink_not_an_eos_sink():
+    """Decoder self-attention's keys hold no EOS: its special key is <s>, and a head parked there is named for it
+    (the lab's records, written before the name, say EOS-sink: ``role_name`` renames them)."""
+    tgt = ["<s>", "▁x", "▁y", "▁z"]
+    w = np.zeros((4, 4))
+    w[:, 0] = 1.0  # every row on <s>
+    m = means(one_map_stats("decoder_self", w, tgt, tgt), "decoder_self")
+    assert m["eos"] == pytest.approx(1.0)
+    assert role_of("decoder_self", m) == START_SINK == "start-sink"
+    assert role_of("encoder_self", m) == role_of("cross", m) == EOS_SINK  # the same weight on </s>
+    assert START_SINK in ROLES and EOS_SINK in ROLES
+    assert role_name("decoder_self", EOS_SINK) == START_SINK
+    assert role_name("cross", EOS_SINK) == EOS_SINK and role_name("decoder_self", "mixed") == "mixed"
+    rule = role_rule_markdown()
+    assert "**start-sink**" in rule and "`<s>`" in rule
 
 
 def test_cross_alignment_and_what_does_not_apply():
@@ -231,6 +252,25 @@ def test_stats_grid_shows_each_heads_value_and_role(translator):
     with pytest.raises(ValueError, match="Unknown statistic"):
         stats_grid_plot(stats, "nonsense")
     assert "EOS-sink" in analysis_markdown(stats, "this sentence")
+
+
+def test_the_grid_names_every_role_in_a_word_at_12_px_or_more():
+    """Every role a word in its cell ("mixed", not a dot; a start-sink by its token), 12 px or more (presentation
+    mode: 16 px, assets/web/app.css); the colour bar under the grids, across them, leaving the columns the width."""
+    from viz.stats_grid import CELL_TEXT_PX, ROLE_SHORT
+
+    roles = {kind: [list(ROLES[i:i + 3]) for i in range(0, 9, 3)] for kind in KINDS}
+    values = {kind: np.full((3, 3), 0.5) for kind in KINDS}
+    spec = stats_grid_spec(values, roles, "spread", STAT_LABELS["spread"])
+    texts = {t for trace in spec["data"] for row in trace["text"] for t in row}
+    assert texts == {ROLE_SHORT[r] for r in ROLES}
+    assert ROLE_SHORT["mixed"] == "mixed" and ROLE_SHORT["start-sink"] == "&lt;s&gt;"
+    assert all(any(c.isalpha() for c in t) for t in texts)  # a word each: no "·"
+    assert all(trace["textfont"]["size"] == CELL_TEXT_PX >= 12 for trace in spec["data"])
+    bar = spec["layout"]["coloraxis"]["colorbar"]
+    assert bar["orientation"] == "h" and bar["y"] < 0 and spec["layout"]["margin"]["b"] >= 60
+    domains = [spec["layout"][k]["domain"] for k in spec["layout"] if k.startswith("yaxis")]
+    assert all(0 < lo < hi <= 1 for lo, hi in domains)
 
 
 def test_stats_view_draws_the_sentence_or_the_sample(translator):

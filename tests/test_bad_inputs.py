@@ -1,13 +1,15 @@
-"""Every input of every public endpoint, sent wrong through the raw HTTP API.
+"""Every input of every event, public and page-only, sent wrong through the raw HTTP API.
 
-Each endpoint's parameters come from the running app's own API description (``/gradio_api/info``, plus the
-undocumented ``/figure1``), so an endpoint added later is probed too. One parameter at a time is replaced
-by each value of a bad-input corpus (null, NaN, ±Infinity, strings for numbers, out of range, fractional,
-wrong types, overlong or hostile text) while the others stay valid. The answer must be a normal one or an
-error whose message says what to change: never an error without a message (Gradio's ``{"error": null}``),
-never traceback text or a bare Python exception message.
+Every event the app runs comes from its own description (``/config``'s dependencies; ``tests/helpers/bad_values``),
+so an event added later is probed too: too few and too many values, then one input at a time replaced by each value
+of a bad-value corpus (null, NaN, ±Infinity, strings for numbers, out of range, fractional, wrong types, values
+no checkbox or menu sends, overlong or hostile text) while the others stay valid. Each public endpoint is also
+called by name (``/gradio_api/call/<name>``, ``/gradio_api/info``'s parameters). The answer must be a normal one
+(for a value the page could send) or a message that says what to change: never an error without a message (Gradio's
+``{"error": null}``), never traceback text or a bare Python exception message, never HTML.
 
-Also a broken model folder at start: ``python app.py`` ends with one line, no traceback, exit code 2.
+Also the routes around the events (v2 calls by parameter name, uploads, removed exports) and a broken model folder
+at start: ``python app.py`` ends with one line, no traceback, exit code 2.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.raw_api import Answer, RawClient, api_info, arguments, valid
+from helpers import bad_values
+from helpers.raw_api import RawClient, api_info, arguments, valid
 
 from bench.common import ROOT, free_port
 from viz.offline import OFFLINE_ENV
@@ -30,13 +33,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
 SENTENCE = "a big dog runs in the park."
 NAN, INF = math.nan, math.inf
-NUMBER_BAD = [None, NAN, INF, -INF, "abc", "", "3", "2.5", 2.5, -1, 10**9, 1e300, True, [1], {"a": 1}]
-CHOICE_BAD = [None, "", "nope", 3, NAN, True, [1], {"a": 1}]
-TEXT_BAD = [None, 12, 2.5, NAN, True, [1], {"a": 1}, "", " \t\n", "x" * 3000,
-            '<b>bold</b><script>alert(1)</script>\x00\u202e$x$', "Ünïcödé 🙂 中文 ½"]
-# What a message must not be: traceback text, or a Python exception's own words (they say nothing to a user).
-PYTHON_WORDS = ("Traceback", 'File "', "invalid literal", "NoneType", "not supported between", "unhashable",
-                "object has no attribute", "could not convert", "cannot convert", "<class ", "argument must be")
 ENDPOINTS = ("visualise", "render_views", "render_detail", "export", "figure1", "scaling_live", "scaling_variance",
              "scaling_saturation", "translate", "attention")
 
@@ -67,55 +63,23 @@ def args(endpoints: dict, name: str, **given) -> list:
     return arguments(endpoints[name], SENTENCE, **given)
 
 
-def corpus(param: dict) -> list:
-    """The bad values for one parameter, by the type the app declares for it."""
-    kind = param.get("type") or {}
-    if "enum" in kind:
-        numeric = all(isinstance(v, int) for v in kind["enum"])
-        return NUMBER_BAD + ["nope"] if numeric else CHOICE_BAD
-    types = {kind.get("type")} | {t.get("type") for t in kind.get("oneOf", [])}
-    return NUMBER_BAD if types & {"number", "integer"} else TEXT_BAD
-
-
-def problem(answer: Answer) -> str | None:
-    """Why an answer is not acceptable, or None."""
-    if answer.event == "complete":
-        return None
-    message = answer.message
-    if not isinstance(message, str) or not message.strip():
-        return f"error without a message: {answer.data!r}"
-    bad = [w for w in PYTHON_WORDS if w in message]
-    return f"message with {bad}: {message!r}" if bad else None
-
-
-def probe(client: RawClient, name: str, params: list[dict]) -> list[str]:
-    """Every bad value in every parameter of one endpoint; the unacceptable answers, described."""
-    good = [valid(p, SENTENCE) for p in params]
+def test_every_public_endpoint_by_name_answers_bad_values_with_a_message(client, endpoints):
+    """Each endpoint of /gradio_api/info (and the undocumented /figure1), called by name (/gradio_api/call/<name>):
+    the first values of each parameter's corpus (``helpers.bad_values``: its type as the API describes it), and
+    extra values where the app holds the inputs itself. The corpus over every event: the test below."""
+    assert set(ENDPOINTS) <= set(endpoints), sorted(endpoints)
     failures = []
-    for i, param in enumerate(params):
-        for bad in corpus(param):
-            args = good[:i] + [bad] + good[i + 1:]
-            why = problem(client.call(name, args))
-            if why:
-                failures.append(f"/{name} {param['parameter_name']}={json.dumps(bad)[:30]}: {why}")
-    if not params:  # inputs the app holds itself (the session's maps): extra arguments must not hurt
-        for extra in ([], [NAN, "x"], [None]):
-            why = problem(client.call(name, extra))
+    for name, params in endpoints.items():
+        good = [valid(p, SENTENCE) for p in params]
+        for i, param in enumerate(params):
+            for bad in bad_values.corpus(bad_values.Input(param["parameter_name"], "api", {}, param))[0][:4]:
+                why = bad_values.problem(client.call(name, good[:i] + [bad] + good[i + 1:]), refused=True)
+                if why:
+                    failures.append(f"/{name} {param['parameter_name']}={json.dumps(bad)[:30]}: {why}")
+        for extra in ([NAN, "x"], [None, None]) if not params else ():  # the app holds its inputs: more are refused
+            why = bad_values.problem(client.call(name, extra), refused=True)
             if why:
                 failures.append(f"/{name} {extra}: {why}")
-    return failures
-
-
-@pytest.mark.parametrize("name", ENDPOINTS)
-def test_every_bad_input_gets_an_answer_or_a_message(client, endpoints, name):
-    assert name in endpoints, f"/{name} is gone from the app's API"
-    failures = probe(client, name, endpoints[name])
-    assert not failures, "\n".join(failures)
-
-
-def test_endpoints_added_later_are_probed_too(client, endpoints):
-    """Whatever else the app serves publicly (e.g. /decode_steps) meets the same corpus."""
-    failures = [f for name in sorted(set(endpoints) - set(ENDPOINTS)) for f in probe(client, name, endpoints[name])]
     assert not failures, "\n".join(failures)
 
 
@@ -143,7 +107,7 @@ def test_messages_say_what_to_send(client, endpoints):
         ("attention", {"scale": "0.5"}, "scale must be a positive number up to 100"),
         ("attention", {"scale": INF}, "got Infinity"),
         ("visualise", {"layer": NAN}, "Layer must be 1–2 and head 0–4"),
-        ("scaling_live", {"alpha": NAN}, "scale factor must be between 0"),
+        ("scaling_live", {"factor": NAN}, "scale factor must be between 0"),
         ("visualise", {"kind": "both"}, "choose one of encoder_self, decoder_self, cross"),
         ("attention", {"text": [SENTENCE]}, "The sentence must be text (a string); got ["),
         ("translate", {"text": "x" * 2001}, "shorten it to 2,000"),
@@ -161,6 +125,154 @@ def test_whole_numbers_as_digits_and_null_head_are_normal_answers(client, endpoi
     assert "layer 2 · mean of 4 heads" in json.loads(detail["plot"])["layout"]["title"]["text"]
 
 
+# ------------------------------------------------------------------------------ every event, page-only ones too
+def visualised(url: str):
+    """A session's first step: a sentence visualised (so that every view has maps to use)."""
+    params = api_info(url)["visualise"]
+
+    def prepare(client: RawClient) -> None:
+        assert client.call("visualise", arguments(params, SENTENCE)).event == "complete"
+
+    return prepare
+
+
+def test_every_event_answers_every_bad_value_with_a_message(url):
+    """The corpus over every event the app runs (``helpers.bad_values``): its totals are printed (``-s``)."""
+    totals = bad_values.probe_all(url, visualised(url))
+    print(f"\n{totals.line()}")
+    assert not totals.failures, "\n".join(totals.failures)
+    config = json.loads(RawClient(url).request("GET", "/config")[1])
+    assert totals.events == sum(1 for d in config["dependencies"] if d.get("backend_fn")) >= 60
+    assert totals.messages > 10 * totals.events  # refused values: a message each
+
+
+def event(url: str, name: str) -> bad_values.Event:
+    return next(e for e in bad_values.events(url) if e.name == name)
+
+
+def page_event(url: str, *labels: str) -> bad_values.Event:
+    """The first page-only event with inputs labelled ``labels`` (a page event's name may change, its inputs not)."""
+    found = [e for e in bad_values.events(url)
+             if not e.public and set(labels) <= {i.props.get("label") for i in e.inputs}]
+    assert found, labels
+    return found[0]
+
+
+def index_of(event: bad_values.Event, label_start: str) -> int:
+    return next(i for i, inp in enumerate(event.inputs) if (inp.props.get("label") or "").startswith(label_start))
+
+
+def test_too_few_or_too_many_values_name_the_inputs(client, endpoints):
+    """Gradio 6.31.0 answered too few values with {"error": null} and too many silently."""
+    for data, got in (([SENTENCE], 1), ([SENTENCE, 4, 4], 3), ([], 0)):
+        answer = client.call("translate", data)
+        assert answer.message == f"/translate takes 2 values (text, beam); got {got}.", answer.data
+    good = args(endpoints, "render_views")  # 8 values; the session's result and measure may be sent as null too
+    assert client.call("render_views", good).event == "complete"
+    assert client.call("render_views", [None, *good[:5], None, *good[5:]]).event == "complete"
+    answer = client.call("render_views", good[:-1])
+    assert answer.event == "error" and "takes 8 values (kind, layer, head, present, colour, first, last, " \
+        "hide_special), or 10 with null for what the session holds (result, measure)" in answer.message, answer.data
+
+
+def test_page_only_events_answer_with_messages(url, client):
+    """The decoding tab's start, called as the page calls it with four strings: Gradio 6.31.0 said {"error": null}."""
+    start = page_event(url, "English sentence (the Attention tab's, or your own)")
+    answer = client.join(start.fn_index, ["abc", "abc", "abc", "abc"])
+    assert answer.event == "error" and "must be a whole number from 1 to 2; got \"abc\"." in answer.message, answer.data
+    answer = client.join(start.fn_index, ["abc"])
+    assert answer.event == "error" and answer.message.endswith("takes 4 values (text, layer, head, predict); got 1.")
+
+
+@pytest.mark.parametrize("bad", [None, "yes", [], NAN, 1, "true"])
+def test_a_checkbox_takes_only_true_or_false(client, endpoints, bad):
+    """`present` (presentation mode) and every other checkbox: no value but true or false is taken for one."""
+    answer = client.call("visualise", args(endpoints, "visualise", present=bad))
+    assert answer.event == "error", answer.data
+    assert answer.message.startswith("Presentation mode (present) must be true or false; got "), answer.message
+    answer = client.call("render_detail", args(endpoints, "render_detail", hide_special=bad))
+    assert answer.event == "error" and "must be true or false" in answer.message, answer.data
+
+
+def test_a_menu_or_radio_takes_only_its_choices(url, client):
+    """A page event's radio: Gradio 6.31.0 answered with Python's words ("(type: <class 'str'>)") or no message."""
+    stats = page_event(url, "Statistics of")
+    for bad, shown in (("abc", '"abc"'), (None, "null"), ([], "[]"), (NAN, "NaN")):
+        answer = client.join(stats.fn_index, [None, bad, "spread"])
+        assert answer.message == f'Statistics of (scope) must be one of "sentence", "sample"; got {shown}.', answer.data
+
+
+# ----------------------------------------------------------------------------------------- text, never HTML
+LINK = '<a href="https://evil.example/">EVIL</a>'
+
+
+def test_a_message_quotes_a_value_as_text(url, client, endpoints):
+    """Gradio shows a message as HTML: a value quoted back is escaped (the popup shows the typed text, no link)."""
+    answer = client.call("attention", [SENTENCE, "", LINK])
+    assert answer.event == "error" and '"&lt;a href=\\"https://evil.example/\\"&gt;' in answer.message, answer.data
+    inside = page_event(url, "Query token", "Scale (empty = 1/√d_k, 1 = none; Enter)")  # Inside a head's view
+    data = inside.good()
+    data[index_of(inside, "Query token")], data[index_of(inside, "Scale")] = 0, LINK
+    answer = client.join(inside.fn_index, data)
+    assert answer.event == "error" and "&lt;a href" in answer.message and "<" not in answer.message, answer.data
+
+
+def test_a_notice_quotes_a_value_as_text(url, client):
+    """The Attention tab's notice (Markdown) says what to change, the typed value as text: no link, no HTML."""
+    run = page_event(url, "English sentence", "Your own German translation (optional)", "Kind of attention")
+    data = run.good()
+    data[index_of(run, "Kind of attention")] = f"[EVIL](https://evil.example) {LINK}"
+    answer = client.join(run.fn_index, data)
+    notice = next(v for v in answer.data if isinstance(v, str) and v.startswith("⚠️"))
+    assert "Unknown attention kind" in notice and "<a" not in notice and "](" not in notice, notice
+    assert r"&lt;a href" in notice and r"\[EVIL\]" in notice, notice
+
+
+# ------------------------------------------------------------------------------- the routes around the events
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        (b'{"bogus": 1}', 422, 'it has no parameter "bogus"'),
+        (b'{"data": {"text": "a dog."}}', 422, 'it has no parameter "data"'),
+        (b'{"data": ["a dog."]}', 422, 'it has no parameter "data"'),
+        (b'["a dog."]', 422, "got a list"),
+        (b"{not json", 422, "the body is not JSON"),
+        (b'{"beam": 3}', 422, "missing: text"),
+    ],
+)
+def test_v2_calls_by_name_say_what_to_send(url, body, status, words):
+    """Gradio 6.31.0 answered these with 500 "Internal Server Error" (and a traceback in the log)."""
+    client = RawClient(url)
+    got, answer = client.request("POST", "/gradio_api/call/v2/translate", body, {"Content-Type": "application/json"})
+    detail = json.loads(answer)["detail"]
+    assert got == status and detail.startswith("/translate takes a JSON object of its parameters by name: text, beam "
+                                               "(text required)") and words in detail, (got, answer)
+
+
+def test_v2_calls_of_an_unknown_endpoint_or_with_good_bodies(url):
+    client = RawClient(url)
+    got, answer = client.request("POST", "/gradio_api/call/v2/nosuch", b"{}", {"Content-Type": "application/json"})
+    assert got == 404 and "There is no endpoint /nosuch: the app's endpoints are /ablate" in answer.decode(), answer
+    got, answer = client.request("POST", "/gradio_api/call/v2/translate", b'{"text": "a dog.", "beam": "abc"}',
+                                 {"Content-Type": "application/json"})
+    assert got == 200, answer
+    got, raw = client.request("GET", f"/gradio_api/call/v2/translate/{json.loads(answer)['event_id']}")
+    assert got == 200 and b"event: error" in raw and b"Beam size must be between 1 and 8" in raw, raw
+
+
+@pytest.mark.parametrize("content", [b"", b"x"])
+def test_every_upload_is_refused_empty_ones_too(url, content):
+    """The app takes no files; Gradio 6.31.0's limit (max_file_size=0) took an empty one (300 in 0.11 s)."""
+    client = RawClient(url)
+    boundary = "b0undary"
+    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="a.txt"\r\n'
+            f"Content-Type: text/plain\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    got, answer = client.request("POST", "/gradio_api/upload", body,
+                                 {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert got == 413 and json.loads(answer)["detail"] == "This app takes no files: every upload is refused (empty " \
+        "ones too).", (got, answer)
+
+
 # ---------------------------------------------------------------------------- a broken model at app start
 def broken_copy(tiny_model_dir: Path, tmp_path: Path, name: str, data: bytes | None) -> Path:
     """A copy of the tiny model folder with ``name`` replaced by ``data`` (None: removed)."""
@@ -175,9 +287,12 @@ def broken_copy(tiny_model_dir: Path, tmp_path: Path, name: str, data: bytes | N
 
 @pytest.mark.parametrize(
     "name, data",
-    [("config.json", b'{"d_model": 192,'), ("model.safetensors", b"\0" * 100), ("tokenizer.model", None)],
+    [("config.json", b'{"d_model": 192,'), ("model.safetensors", b"\0" * 100), ("tokenizer.model", None),
+     ("config.json", "max_len: 2")],
 )
 def test_a_broken_model_stops_the_app_with_one_line(tiny_model_dir, tmp_path, name, data):
+    if data == "max_len: 2":  # a config the model reads, too small for the app's inputs (one-word translations)
+        data = json.dumps(json.loads((tiny_model_dir / name).read_text()) | {"max_len": 2}).encode()
     folder = broken_copy(tiny_model_dir, tmp_path, name, data)
     env = {**os.environ, **OFFLINE_ENV, "ATTN_MODEL_DIR": str(folder), "GRADIO_SERVER_PORT": str(free_port())}
     run = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -79,3 +79,33 @@ def test_the_lab_section_says_why_it_skips_while_no_sibling_is_shipped(tmp_path,
     result = lab.run(quick=True, log=lambda _: None)
     assert "no lab sibling" in result["skipped"]
     assert lab.rows(result)[0][1].startswith("skipped: no lab sibling")
+
+
+def test_the_limits_rows_hold_each_figure_against_its_goal():
+    """The limits section's table (``bench.limits.rows``) from a run's results (the shape ``bench.limits.run`` writes;
+    the section itself starts the app six times: `python -m bench --sections limits`)."""
+    from bench import limits
+
+    ms = {"median_ms": 20.0, "max_ms": 40.0, "n": 10}
+    result = {
+        "flood": {"alone": {"translate": ms, "visualise": ms, "outcomes": {"complete": 20}, "page_status": 200},
+                  "during": {"translate": ms, "visualise": ms, "outcomes": {"complete": 19, "refused 503": 1},
+                             "page_status": 200},
+                  "flood_statuses": {"200": 2, "429": 300}, "flood_burst_s": 9.0},
+        "largest": {"bytes": 10_469_482, "first_ms": 700.0, "cached_ms": 300.0},
+        "unread": {"requests": 40, "statuses": {"200": 40}, "rss_before_mb": 690.0, "rss_peak_mb": 1369.0,
+                   "peak_at_s": 28.0, "rss_after_mb": 999.0, "after_at_s": 87.0, "log_drop_lines": 5},
+        "concurrent": {"requests": 100, "outcomes": {"complete": 100}, "answer_mb": 10.5, "latency": ms,
+                       "wall_s": 100.0, "rss_before_mb": 690.0, "rss_peak_mb": 1910.0, "rss_after_mb": 1690.0},
+        "bodies": {"answers": {"HTTP/1.1 413 Request Entity Too Large": 8}, "max_s": 0.2, "rss_before_mb": 620.0,
+                   "rss_after_mb": 637.0},
+        "logs": {"bad_inputs": 100, "outcomes": {"error": 100}, "bytes_per_bad_input": 65.0, "tracebacks": 0,
+                 "bytes_per_good_request": 0.0, "example": []},
+    }
+    rows = limits.rows(result)
+    assert len(rows) == 8
+    verdicts = [ok for _, _, _, ok in rows if ok]
+    # one of the other visitor's requests refused: the flood row fails; 1,000 MB left after the burst: over the bound
+    assert verdicts == ["**no**", "yes", "yes", "**no**", "yes"], rows
+    values = " | ".join(value for _, value, _, _ in rows)
+    assert "10.47 MB" in values and "2 × 200, 300 × 429" in values and "690 / 1369 (28 s) / 999 MB" in values

@@ -161,11 +161,13 @@ def test_the_scale_slider_redraws_part_3_and_an_empty_live_sentence_keeps_it(pag
     select_tab(page, "Why 1/√d_k")
     page.wait_for_function(HAS_HEATMAP, arg="live-changed")
     page.wait_for_function(f"() => ({LIVE_TITLE})().includes('no scaling')")  # the slider starts at 1
-    set_number(page, "#alpha", 0)
-    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('(the paper')")  # "× 0.204 (the paper's 1/√d_k)"
-    set_number(page, "#alpha", 0.5)
-    page.wait_for_function(f"() => /changed: × 0\\.\\d+ · layer/.test(({LIVE_TITLE})())")
-    assert "changed: × 0." in page.evaluate(LIVE_TITLE)
+    page.click("#factor-own")  # the factor the model was trained with, said as a multiplication
+    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('× 1/√24 = × 0.204 (the model')")
+    page.wait_for_function("() => document.querySelector('#factor-note').textContent.includes('× 0.2041 (= × 1/√24)')")
+    set_number(page, "#scale-factor", 0.5)  # one meaning: × 0.5 for the model and for the random vectors
+    page.wait_for_function(f"() => ({LIVE_TITLE})().includes('changed: × 0.5 = × 1/√4')")  # layer: the subtitle
+    page.wait_for_function("() => document.querySelector('#factor-note').textContent.includes('× 0.5 (= × 1/√4)')")
+    page.wait_for_function("() => document.body.textContent.includes('Multiplied by 0.5 instead')")  # part 2
 
     # … and its own empty sentence keeps its last view too
     live_title = page.evaluate(LIVE_TITLE)

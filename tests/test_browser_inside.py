@@ -12,6 +12,7 @@ import pytest
 from helpers.browser import open_app, select_tab, wait_tab, watched_page
 from helpers.scripts import GD, TITLE
 from playwright.sync_api import Browser, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 KINDS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention (masked)",
          "cross": "Encoder–decoder attention"}
@@ -104,8 +105,9 @@ def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(pa
     choose(page, "kind", "cross")
     page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')")
     layer = page.locator("#layer input[type=number]").input_value()
-    select_tab(page, "Inside a head")
-    steps_show(page, f"{KINDS['cross']}, layer {layer}")
+    select_tab(page, "Inside a head")  # the Attention tab shows its default head: the tab opens on footnote 4's pick
+    steps_show(page, f"{KINDS['cross']}, layer ")
+    layer = page.locator("#in-layer input[type=number]").input_value()
     choose(page, "in-query", 3)
     steps_show(page, ", query 3")
     assert "query 3" in page.evaluate(f"() => ({GD})('in-scores').layout.annotations.at(-1).text")
@@ -117,3 +119,102 @@ def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(pa
         drawn(page, "in-scores", "in-figure2", "in-projections", "in-head_output", "in-contributions")
         if kind == "decoder_self":  # the keys after the query are shown masked (−∞ markers)
             page.wait_for_function(f"() => ({GD})('in-scores').data.some(t => t.mode === 'markers+text')")
+
+
+# ------------------------------------------------------------------------------- the opening view, whole matrices
+@pytest.fixture(scope="module")
+def shipped_pick():
+    """Where the tab opens on the app's first sentence (the Attention tab opens on cross-attention): the model's own
+    footnote-4 pick, and the one-query view's three cases there."""
+    from model.network.inference import ASSETS, Translator
+    from model.probes.inside import inside_head
+    from model.probes.matrices import footnote4_pick
+    from model.probes.replay import prepare
+    from viz.views.attention.maps import DEFAULT_SOURCE
+
+    shipped = Translator(ASSETS, device="cpu")
+    sentence = prepare(shipped, DEFAULT_SOURCE)
+    pick = footnote4_pick(shipped, sentence, None, "cross")
+    return pick, inside_head(shipped, sentence, None, "cross", pick.layer, pick.head, pick.query).scale_cases
+
+
+def top(page: Page, elem_id: str) -> float:
+    return page.evaluate("(id) => document.getElementById(id).getBoundingClientRect().top", elem_id)
+
+
+def test_the_tab_opens_on_footnote_4_with_its_panels_in_reading_order(page: Page, server: str, shipped_pick):
+    pick, cases = shipped_pick
+    open_app(page, server)
+    select_tab(page, "Inside a head")
+    steps_show(page, f"{KINDS['cross']}, layer {pick.layer}, head {pick.head}, query {pick.query} ")
+    drawn(page, "in-projections", "in-scores", "in-head_output", "in-figure2", "in-footnote4")
+    series = page.evaluate(f"() => ({GD})('in-footnote4')._fullData.map(t => [t.name, Math.max(...Array.from(t.y))])")
+    assert len(series) == 3 and "trained" in series[0][0] and "unscaled" in series[1][0], series
+    assert series[1][1] - series[0][1] > 0.3  # the unscaled softmax visibly sharper
+    assert [round(m, 3) for _, m in series] == [round(c.max_weight, 3) for c in cases]
+    tops = [top(page, f"in-{name}") for name in ("projections", "scores", "head_output", "figure2")]
+    assert tops == sorted(tops) and len(set(tops)) == 4, tops  # (a) → (b) → (c) → (d), top to bottom
+    assert top(page, "in-footnote4") < tops[2]  # footnote 4 beside (b), before (c)
+
+
+def hover_text(page: Page, plot_id: str, x: float, y: float) -> str:
+    page.locator(f"#{plot_id}").scroll_into_view_if_needed()
+    box = page.evaluate(
+        f"""([id, x, y]) => {{
+            const gd = ({GD})(id), fl = gd._fullLayout, box = gd.getBoundingClientRect();
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + fl.yaxis.l2p(y)];
+        }}""", [plot_id, x, y])
+    page.mouse.move(*box)
+    page.wait_for_selector(f"#{plot_id} .hoverlayer .hovertext")
+    return page.evaluate("(id) => document.querySelector(`#${id} .hoverlayer .hovertext`).textContent", plot_id)
+
+
+def test_whole_matrices_hover_the_mask_and_a_row_opens_its_query(page: Page, server: str):
+    open_app(page, server)
+    select_tab(page, "Inside a head")
+    steps_show(page, "Encoder–decoder attention, layer ")
+    pick_kind(page, "decoder_self")
+    steps_show(page, KINDS["decoder_self"])
+    layer = page.locator("#in-layer input[type=number]").input_value()
+    head = page.locator("#in-head input:checked").input_value()
+    choose(page, "in-view", "matrix")
+    page.wait_for_function("() => (document.querySelector('#in-matrix-head')?.textContent || '')"
+                           f".includes('{KINDS['decoder_self']}, layer {layer}, head {head}')")
+    stages = ["in-m-scores", "in-m-scaled", "in-m-masked", "in-m-weights"]
+    drawn(page, "in-m-projections", *stages, "in-m-output")
+    assert not page.locator("#in-scores").is_visible()  # the one-query view is hidden meanwhile
+    # the four maps: one (queries × keys) heatmap each, the three score maps on one colour range
+    info = page.evaluate(f"(ids) => ids.map(id => {{ const t = ({GD})(id)._fullData[0]; "
+                         "return [t.type, t.z.length, t.z[0].length, t.zmin, t.zmax]; })", stages)
+    assert {i[0] for i in info} == {"heatmap"} and len({tuple(i[1:3]) for i in info}) == 1
+    assert info[0][3:] == info[1][3:] == info[2][3:] and info[3][3:] == [0, 1]
+    # the mask: grey and hatched cells with a legend entry, on ③ and ④
+    legend = page.evaluate("() => document.querySelector('#in-m-masked .legend')?.textContent || ''")
+    assert "masked: −∞" in legend
+    assert "masked" in hover_text(page, "in-m-masked", 2, 0)  # key 2 after query 0: masked
+    text = hover_text(page, "in-m-weights", 0, 1)  # query 1 → key 0: its weight
+    weight = page.evaluate(f"() => ({GD})('in-m-weights')._fullData[0].z[1][0]")
+    assert f"{weight:.4f}" in text and "query 1" in text, text
+    # a click on row 2 opens the one-query view on that query (clicked again should a late redraw of the figure have
+    # taken the click: a dropdown's choice sends its event twice, and either answer may come last)
+    wanted = f"{KINDS['decoder_self']}, layer {layer}, head {head}, query 2 "
+    for attempt in range(3):
+        page.mouse.move(0, 0)  # no hover label left over the row
+        x, y = page.evaluate(
+            f"""() => {{
+                const gd = ({GD})('in-m-weights'), fl = gd._fullLayout, box = gd.getBoundingClientRect();
+                return [box.left + fl.xaxis._offset + fl.xaxis.l2p(0), box.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
+            }}""")
+        page.mouse.click(x, y)
+        try:
+            page.wait_for_function(f"(t) => ({STEPS})().includes(t)", arg=wanted,
+                                   timeout=30_000 if attempt < 2 else None)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            choose(page, "in-view", "matrix")  # back to the matrices, should the click have opened another query
+            drawn(page, "in-m-weights")
+    assert page.locator("#in-view input[value='query']").is_checked()
+    assert page.locator("#in-query input[value='2']").is_checked()
+    assert not page.locator("#in-m-weights").is_visible()

@@ -21,6 +21,7 @@ from viz.views.page import PAGE
 
 TEXT = "a big dog runs in the park."
 TABS = ("attention", "decoding", "scaling")
+CHOICES = {"stat": ("entropy", "spread"), "scope": ("sentence", "sample"), "runs": ("h8", "h8-unscaled")}
 HOSTILE = ("<script>window.__xss=1</script>", "javascript:alert(1)", '"><img src=x onerror=alert(1)>')
 
 
@@ -30,7 +31,7 @@ def result(translator) -> AttentionResult:
 
 
 def parse(query: dict, cfg) -> tuple[share.View, list[str]]:
-    return share.parse(query, cfg, TABS, "Default sentence.")
+    return share.parse(query, cfg, TABS, "Default sentence.", CHOICES)
 
 
 def heatmap(fig: dict) -> dict:
@@ -43,9 +44,13 @@ def z_of(trace: dict) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------- links (share)
 def test_a_link_round_trips_every_parameter(translator):
-    view = share.View("A dog & a cat?", "Ein Hund", "decoder_self", 2, 0, "scaling", True, "row")
-    assert parse(view.query(), translator.cfg) == (view, [])
-    assert set(view.query()) == set(share.PARAMS)
+    view = share.View("A dog & a cat?", "Ein Hund", "decoder_self", 2, 0, "scaling", True, "row", 7, 3, "spread",
+                      "sample", ("h8-unscaled", "h8"))
+    assert parse(view.query_params(), translator.cfg) == (view, [])
+    assert set(view.query_params()) == set(share.PARAMS)
+    none = share.View("x", runs=())  # no run at all is a choice too (the Lab's curves), written as "runs="
+    assert view.query_params()["runs"] == "h8-unscaled,h8" and parse({"runs": ""}, translator.cfg)[0].runs == ()
+    assert none.query_params()["runs"] == ""
 
 
 def test_a_bare_link_is_the_default_view_without_notices(translator):
@@ -53,6 +58,7 @@ def test_a_bare_link_is_the_default_view_without_notices(translator):
     assert view == share.View("Default sentence.") and notes == []
     assert (view.kind, view.layer, view.head, view.tab, view.present, view.colour) == ("cross", None, None,
                                                                                       "attention", False, "fixed")
+    assert (view.step, view.query, view.stat, view.scope, view.runs) == (None,) * 5  # each tab's own default
 
 
 @pytest.mark.parametrize("payload", HOSTILE)
@@ -72,7 +78,9 @@ def test_hostile_values_fall_back_and_the_notice_never_repeats_them(translator, 
 @pytest.mark.parametrize(("param", "value"), [("layer", "0"), ("layer", "3"), ("layer", "2.5"), ("layer", "-1"),
                                               ("layer", "１"), ("layer", ""), ("layer", "99999999999"), ("head", "5"),
                                               ("head", "1e1"), ("kind", "CROSS"), ("present", "2"),
-                                              ("colour", "auto "), ("tab", "model-card")])
+                                              ("colour", "auto "), ("tab", "model-card"), ("step", "0"),
+                                              ("step", "1000"), ("query", "100"), ("stat", "Entropy"),
+                                              ("scope", "all"), ("runs", "h8,h2"), ("runs", "h8;h8-unscaled")])
 def test_values_out_of_range_fall_back(translator, param, value):
     view, notes = parse({param: value}, translator.cfg)  # the tiny model: 2 layers, 4 heads
     if (param, value) == ("colour", "auto "):  # surrounding spaces are forgiven
@@ -216,6 +224,11 @@ def test_menu_indices_and_links_find_their_example():
     assert examples.example_at(0) is first and examples.example_at("0") is first
     for bad in (examples.PROMPT, "-1", len(examples.EXAMPLES), "1.0", "x", None, True, [0]):
         assert examples.example_at(bad) is None, bad
+    # the menu's own values open an example or nothing (the prompt); anything else is an error that says so
+    assert examples.check_example(examples.PROMPT) is None and examples.check_example("0") is first
+    for bad in ("x", "1.0", None, True, [0], len(examples.EXAMPLES)):
+        with pytest.raises(ValueError, match="The example must be one of the menu's: -1 \\(the prompt\\) or 0 …"):
+            examples.check_example(bad)
     assert examples.find(first.sentence + " ", first.kind, first.layer, first.head) is first
     assert examples.find(first.sentence, first.kind, first.layer, (first.head % 8) + 1) is None
     assert examples.CHOICES[0][1] == examples.PROMPT
@@ -231,6 +244,8 @@ def test_every_tab_of_the_app_folds_a_how_to_read_note(tiny_model_dir):
     demo = app.create_app(Translator(tiny_model_dir, device="cpu"))
     tabs = [block for block in demo.blocks.values() if isinstance(block, gr.Tab)]
     assert {tab.id for tab in tabs} >= {"attention", "scaling", "architecture", "model-card"}
+    (row,) = [block for block in demo.blocks.values() if isinstance(block, gr.Tabs)]
+    assert row.children == tabs  # anything else between the tabs (a State) gives a tab another's button on the page
 
     def notes(block) -> list:
         found = [block] if isinstance(block, gr.Accordion) and block.label == reading.TITLE else []
@@ -248,5 +263,7 @@ def test_every_tab_of_the_app_folds_a_how_to_read_note(tiny_model_dir):
         assert phrase in attention_note
     # the contract with the page script names the elements that hold the view
     ids = {block.elem_id for block in demo.blocks.values()}
-    assert set(PAGE["view"]) == set(share.PARAMS) - {"tab"}
-    assert set(PAGE["view"].values()) | {PAGE["detail"], PAGE["copyLink"]} <= ids
+    own = {param for view in PAGE["views"].values() for param in view}  # each other tab's view in the link
+    assert set(PAGE["view"]) | own == set(share.PARAMS) - {"tab"} and set(PAGE["views"]) <= {t.id for t in tabs}
+    elements = {i for view in PAGE["views"].values() for i in view.values()}
+    assert set(PAGE["view"].values()) | elements | {PAGE["detail"], PAGE["copyLink"]} <= ids

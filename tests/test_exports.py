@@ -20,6 +20,7 @@ from helpers.raw_api import RawClient, api_info, arguments
 
 from bench.common import SENTENCES
 from model.network.inference import JSON_DECIMALS, Translator
+from model.terms import MAX_TOKENS
 from viz.views.attention import maps as attention
 from viz.views.exports import MAX_BYTES, MAX_EXPORTS, ExportFolder
 
@@ -103,8 +104,11 @@ def test_30_exports_leave_at_most_the_bound_on_disk(app_url):
     assert len(on_disk) == 2 * MAX_EXPORTS  # the 10 oldest exports are gone, the 20 newest stay
     status, body = client.request("GET", f"/gradio_api/file={newest[1]}")
     assert status == 200 and json.loads(body)["source_tokens"][-1] == "</s>" and not long_numbers(body)
-    status, _ = client.request("GET", f"/gradio_api/file={answers[0][0]['path']}")
-    assert status in (403, 404)  # the oldest export was removed: its link is gone (Gradio answers 403)
+    status, body = client.request("GET", f"/gradio_api/file={answers[0][0]['path']}")
+    assert status == 404 and b"export again" in body, (status, body)  # the oldest export was removed: its link is gone
+    # any other path that is not there is refused as Gradio refuses it: nothing tells it apart from a forbidden one
+    status, _ = client.request("GET", f"/gradio_api/file={Path(answers[0][0]['path']).parents[2] / 'nowhere.json'}")
+    assert status == 403
 
 
 def test_attention_answer_has_rounded_numbers(app_url):
@@ -120,10 +124,11 @@ def test_the_upload_route_takes_no_files(app_url):
     boundary = "----bound"
     head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.bin\"\r\n"
             "Content-Type: application/octet-stream\r\n\r\n")
-    body = head.encode() + b"\0" * 2**20 + f"\r\n--{boundary}--\r\n".encode()  # 1 MB
+    # 64 KB: under the server's body bound (a larger body gets its 413 first: tests/test_server_limits.py)
+    body = head.encode() + b"\0" * 2**16 + f"\r\n--{boundary}--\r\n".encode()
     status, answer = client.request("POST", "/gradio_api/upload", body,
                                     {"Content-Type": f"multipart/form-data; boundary={boundary}"})
-    assert status == 413 and b"maximum allowed size" in answer, (status, answer[:200])
+    assert status == 413 and b"This app takes no files" in answer, (status, answer[:200])  # viz.ui.guards
     assert not [p for p in files_under(cache) if p.name == "big.bin"]
 
 
@@ -138,3 +143,15 @@ def test_the_shipped_models_attention_answer_at_100_tokens_a_side_is_rounded_and
     data = answer.data[0]
     assert (len(data["source_tokens"]), len(data["target_tokens"])) == (100, 100)
     assert len(answer.raw) < 16 * 2**20 and not long_numbers(answer.raw)
+
+
+def test_the_largest_attention_answer_is_bounded(serve):
+    """The largest answer /attention can give: 100 source tokens and the model's own translation at its length
+    limit, ``MAX_TOKENS`` (it was 1.5 × 100 + 10 = 160 tokens: 19.7 MB); 1.44 million weights of at most 8 bytes
+    each (0.12345,) plus the tokens: under 11.6 MB, what the README promises."""
+    client = RawClient(serve("shipped").url, timeout=600)
+    answer = client.call("attention", ["dog " * 500, "", None])  # the shipped model repeats itself to the limit
+    client.close()
+    data = answer.data[0]
+    assert (len(data["source_tokens"]), len(data["target_tokens"])) == (MAX_TOKENS, MAX_TOKENS)
+    assert len(answer.raw) < 11.6e6 and not long_numbers(answer.raw)

@@ -93,8 +93,10 @@ def test_the_toggle_draws_contributions_in_place_of_weights(runs, translator):
     assert detail["layout"]["title"]["text"].endswith(measures.TITLE_NOTE)
     assert detail["config"]["toImageButtonOptions"]["filename"].endswith("_contributions")
     assert weights[1]["data"][0]["colorbar"]["title"]["text"] == "weight"  # the weights' figure is untouched
-    *_, kept = closeup.toggled(cfg, contributions, result, "cross", 2, 3, False, "fixed", None)
+    *_, kept = closeup.toggled(cfg, contributions, result, "cross", 2, 3, False, "fixed", measures.WEIGHTS)
     assert kept == measures.WEIGHTS
+    with pytest.raises(ValueError, match="got null"):  # the toggle always sends its value: none is a bad call
+        closeup.toggled(cfg, contributions, result, "cross", 2, 3, False, "fixed", None)
     with pytest.raises(ValueError, match="The colour shows weights or contributions"):
         closeup.detail_plot(cfg, contributions, result, "cross", 2, 3, False, "fixed", "both")
     with pytest.raises(ValueError, match="Unknown attention kind"):
@@ -118,7 +120,8 @@ def test_the_tab_follows_the_attention_tabs_view(runs, translator):
         inside_view.follow(cfg, None, "cross", 1, 2, 0)
     assert inside_view.row_from_click("4,1712345") == 4
     assert inside_view.row_from_click("x,1") is None and inside_view.row_from_click("") is None
-    assert inside_view.factor_from_alpha(64, 0) == "0.125" and inside_view.factor_from_alpha(64, 1) == "1"
+    assert inside_view.factor_from_slider(64, 0.125) == "" and inside_view.factor_from_slider(64, 1) == "1"  # own: ""
+    assert inside_view.factor_from_slider(24, 0.2041) == "" and inside_view.factor_from_slider(24, 0.5) == "0.5"
     assert inside_view.factor_from_text("") is None and inside_view.factor_from_text(" 2 ") == 2.0
 
 

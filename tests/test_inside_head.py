@@ -154,7 +154,10 @@ def test_factor_changes_the_weights_but_not_q_k_v(translator):
     assert [c.scale for c in unscaled.scale_cases] == [translator.cfg.scale, 1.0, 1.0]
     np.testing.assert_allclose(unscaled.scale_cases[0].weights, trained.weights, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(unscaled.scale_cases[1].weights, unscaled.weights, rtol=1e-4, atol=1e-7)
-    assert len(trained.scale_cases) == 2 and trained.scale_cases[1].entropy <= trained.scale_cases[0].entropy + 1e-9
+    # without a factor, the third case is "scaled twice" (× 1/d_k): always three series, × 1 sharpest
+    twice = trained.scale_cases[2]
+    assert len(trained.scale_cases) == 3 and twice.scale == pytest.approx(translator.cfg.scale ** 2)
+    assert trained.scale_cases[1].entropy <= trained.scale_cases[0].entropy + 1e-9 <= twice.entropy + 2e-9
     assert math.isclose(trained.score_std, float(np.std(trained.scores.astype(np.float64))), rel_tol=1e-9)
 
 

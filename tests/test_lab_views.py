@@ -8,7 +8,7 @@ import math
 import pytest
 
 from viz.lab import MEAN, curves_figure, head_timeline_figure, role_legend, timelapse_figure
-from viz.views.lab import seed_noise, table_markdown, verdicts
+from viz.views.lab import heads_plot, seed_noise, table_markdown, verdicts
 
 
 def entry(name, heads, bleus, scaled=True, attention="dot", val_loss=1.5):
@@ -72,3 +72,18 @@ def test_time_lapse_figures_blank_the_mask_and_label_roles():
     assert list(fig.data[0].y) == ["step 0", "step 100"] and list(fig.data[0].x) == ["H1", "H2"]
     assert [list(row) for row in fig.data[0].text] == [["A", ""], ["E", "A"]]
     assert "**A** alignment" in role_legend() and "mixed" not in role_legend()
+    assert "**&lt;s&gt;** start-sink" in role_legend()  # a decoder head parked on <s>, drawn as "<s>"
+    fig = head_timeline_figure([[0.9]], [["start-sink"]], [0], "eos")
+    assert [list(row) for row in fig.data[0].text] == [["&lt;s&gt;"]]
+
+
+def test_a_records_decoder_eos_sink_is_shown_as_the_start_sink_it_is():
+    """Time-lapse records written before the start-sink had its name call a decoder head on <s> an EOS-sink."""
+    from types import SimpleNamespace
+
+    timelapse = {"steps": [0, 50], "stats": {"decoder_self": {"eos": [[[0.2, 0.9]], [[0.1, 0.95]]]}},
+                 "roles": {"decoder_self": [[["mixed", "EOS-sink"]], [["mixed", "EOS-sink"]]]}}
+    lab = SimpleNamespace(index={"reference": 0}, records=[{"timelapse": timelapse}])
+    fig = heads_plot(lab, "decoder_self", 1, "eos")
+    assert [list(row) for row in fig["data"][0]["text"]] == [["", "&lt;s&gt;"]] * 2
+    assert [list(row) for row in fig["data"][0]["customdata"]] == [["mixed", "start-sink"]] * 2

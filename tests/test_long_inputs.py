@@ -43,14 +43,15 @@ def cfg(tiny_model_dir):
 
 
 def test_check_focus_reads_the_controls_and_names_mistakes():
-    assert check_focus() == Focus() == check_focus(1, 100, False) == check_focus(None, None, None)
+    assert check_focus() == Focus() == check_focus(1, 100, False) == check_focus(None, None, False)
     assert check_focus("3", 20.0, True) == Focus(3, 20, True)
     for first, last, words in ((0, 10, "first token must be between 1 and 100"), (2.5, 10, "got 2.5"),
                                (12, 10, "comes before its first"), (1, float("nan"), "last token")):
         with pytest.raises(ValueError, match=words):
             check_focus(first, last)
-    with pytest.raises(ValueError, match="true or false"):
-        check_focus(1, 10, "yes")
+    for hide in ("yes", None, 1):  # a checkbox: true or false, nothing else
+        with pytest.raises(ValueError, match="true or false"):
+            check_focus(1, 10, hide)
 
 
 def test_a_token_range_is_a_window_with_the_models_weights_and_positions(result):
@@ -124,7 +125,7 @@ def test_long_axes_keep_labels_at_least_a_line_apart(n, font_px):
 def test_a_long_sentence_gets_upright_thinned_labels_and_a_focus_shows_them_all(tiny_model_dir, cfg):
     translator = Translator(tiny_model_dir, device="cpu")
     long = translator.attention(" ".join([SENTENCE] * 8), " ".join(["ein hund rennt."] * 40))
-    assert len(long.source_tokens) == len(long.target_tokens) == translator.max_tokens == 64  # the tiny model's
+    assert len(long.source_tokens) == len(long.target_tokens) == translator.max_tokens == 100  # the input limit
     fig = attention.detail_plot(cfg, long, "cross", 1, 0)
     x, y = fig["layout"]["xaxis"], fig["layout"]["yaxis"]
     assert x["tickangle"] == -90 and 5 <= len(x["tickvals"]) < 50 and 5 <= len(y["tickvals"]) < 100

@@ -6,16 +6,16 @@ Every number a figure shows is checked against the model's own maps, recomputed 
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 from helpers.plotly import array
 
-from model.network.inference import Translator
+from model.network.inference import ASSETS, Translator
 from model.serving.runs import Runs
 from model.terms import KINDS
 from viz.architecture import figure1_svg
@@ -115,6 +115,32 @@ def test_status_text_counts_the_tokens_and_says_what_is_shown(translator, result
     assert "teacher forcing" in text and text.endswith("⚠️ cut short")
 
 
+def test_the_status_line_says_what_the_dot_of_a_word_piece_means_with_a_word_of_the_sentence():
+    """"eine ·m", "·ing": the figures mark a piece that continues a word with "·"; the status line says so where
+    the sentence has such a piece, and names one ("eine ·m = einem"); a sentence of whole words needs no note."""
+    from types import SimpleNamespace
+
+    from viz.text import PIECE_NOTE, piece_example
+
+    assert piece_example(["<s>", "▁Eine", "▁Frau", "▁mit", "▁eine", "m", "▁Hut", "."]) == "eine ·m = einem"
+    assert piece_example(["▁A", "▁juggle", "r", "▁perform", "s", "."]) == "juggle ·r = juggler"
+    assert piece_example(["▁half", "p", "i", "pe"]) == "half ·p ·i ·pe = halfpipe"
+    assert piece_example(["▁A", "▁dog", ".", "</s>", "<s>", "▁Ein"]) is None  # whole words, punctuation, specials
+    def shown(source, target):  # what status_text reads of a result
+        return SimpleNamespace(teacher_forced=False, source_tokens=source, target_tokens=target, warnings=[])
+
+    text = attention.status_text(shown(["▁A", "▁juggle", "r", "</s>"], ["<s>", "▁Ein"]), "CPU")
+    assert f"{PIECE_NOTE}: juggle ·r = juggler." in text
+    assert "·" not in attention.status_text(shown(["▁A", "▁dog", "</s>"], ["<s>", "▁Ein"]), "CPU")
+
+
+def test_how_to_read_explains_the_word_piece_dot_on_every_tab_that_shows_pieces():
+    from viz.views.reading import HOW_TO_READ
+
+    for tab in ("attention", "decoding", "inside", "heads", "scaling", "lab"):
+        assert "“·”" in HOW_TO_READ[tab] and "continues the word before it" in HOW_TO_READ[tab], tab
+
+
 def test_clicks_from_the_page_script(translator):
     cfg = translator.cfg
     assert attention.tile_from_click(cfg, "2,4,1712345678901") == (2, 4)
@@ -171,12 +197,20 @@ def test_model_card(tmp_path):
 
 
 # ---- the "Why 1/√d_k" tab
-def test_factor_for_moves_from_the_papers_scale_to_none():
-    assert scaling.factor_for(64, 0) == pytest.approx(1 / 8)
-    assert scaling.factor_for(64, 1) == 1.0
-    assert scaling.factor_for(64, 0.5) == pytest.approx(64**-0.25)
-    assert scaling.factor_label(1 / 8, 0) == "× 0.125 (the paper's 1/√d_k)"
-    assert scaling.factor_label(1.0, 1) == "× 1 (no scaling)" and scaling.factor_label(0.3, 0.5) == "× 0.3"
+def test_the_factor_says_what_it_multiplies_by_with_one_meaning_on_every_part():
+    assert scaling.factor_label(24 ** -0.5, 24) == "× 1/√24 = × 0.204 (the model's own 1/√d_k)"
+    assert scaling.factor_label(0.2041, 24) == "× 1/√24 = × 0.204 (the model's own 1/√d_k)"  # the slider's value
+    assert scaling.factor_label(1.0, 24) == "× 1 (no scaling)" and scaling.factor_label(0.5, 24) == "× 0.5 = × 1/√4"
+    assert scaling.factor_label(0.0, 24) == "× 0 (every key the same weight)"
+    assert scaling.factor_label(1 / 8, 64, "the paper's") == "× 1/√64 = × 0.125 (the paper's 1/√d_k)"
+    assert scaling.snapped(0.2043, 24) == pytest.approx(24 ** -0.5, rel=1e-12) and scaling.snapped(0.21, 24) == 0.21
+    cfg = SimpleNamespace(d_k=24, scale=24 ** -0.5)
+    note = scaling.factor_note(cfg, 0.5, 9)  # the same 0.5 for the random vectors (d_k = 512) and the model
+    assert note.startswith("**Every q·k on this tab × 0.5** (= × 1/√4)")
+    assert "× 1/√512 = × 0.0442 for the random vectors" in note and "× 1/√24 = × 0.204 for the model" in note
+    assert "(no scaling)" in scaling.factor_note(cfg, 1, 4) and "× 0.2041**" in scaling.factor_note(cfg, 0.2041, 4)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        scaling.factor_note(cfg, 1.5, 4)
 
 
 def test_variance_and_saturation_views():
@@ -206,7 +240,8 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     assert runs == ["trained", (as_trained.translation or None, 1.0), (None, 1.0)]
     np.testing.assert_allclose(array(heatmaps(normal)[0]["z"]), as_trained.encoder_self[1].mean(0), atol=1e-6)
     np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), forced.encoder_self[1].mean(0), atol=1e-6)
-    assert "changed: × 1 (no scaling) · layer 2" in changed["layout"]["title"]["text"]
+    title = changed["layout"]["title"]  # the layer and head on a second line: one line was cut on a phone
+    assert title["text"] == "changed: × 1 (no scaling)" and title["subtitle"]["text"] == "layer 2 · mean of 4 heads"
     ent_trained, ent_changed = (array(t["z"]) for t in heatmaps(entropies))
     np.testing.assert_allclose(ent_trained, entropy(as_trained.encoder_self), atol=1e-4)
     np.testing.assert_allclose(ent_changed, entropy(forced.encoder_self), atol=1e-4)
@@ -214,10 +249,16 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     assert f"**Translation with × 1 (no scaling):** {unscaled or '(empty)'}" in summary
     assert f"**Translation as trained:** {as_trained.translation or '(empty)'}" in summary
 
-    # alpha 0 is the paper's 1/√d_k: the changed model is the trained one
-    normal, changed, *_ = scaling.live_view(cfg, attention_run, trained, TEXT, 0, "cross", 1)
+    # the slider at the model's own 1/√d_k (to its step): the changed model is the trained one
+    normal, changed, *_ = scaling.live_view(cfg, attention_run, trained, TEXT, scaling.slider_value(cfg.scale),
+                                            "cross", 1)
     np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), array(heatmaps(normal)[0]["z"]), atol=1e-6)
-    assert math.isclose(scaling.factor_for(cfg.d_k, 0), cfg.scale)
+    assert "changed: × 1/√8 = × 0.354 (the model&#39;s own 1/√d_k)" in changed["layout"]["title"]["text"]
+    # one meaning: the same factor in part 2 (random vectors) and part 3 (the model)
+    scaling.live_view(cfg, attention_run, trained, TEXT, 0.5, "cross", 1)
+    assert runs[-1] == (None, 0.5)
+    *_, text = scaling.saturation_view(9, 8, 0.5, 0, device="cpu")
+    assert "Multiplied by 0.5 instead" in text
     with pytest.raises(ValueError, match="Unknown attention kind"):
         scaling.live_view(cfg, attention_run, trained, TEXT, 0, "all", 1)
 
@@ -238,3 +279,18 @@ def test_runs_wrap_every_model_call_and_cache_the_trained_model(translator):
     assert runs.translate(TEXT, 1) == translator.translate(TEXT, beam=1)
     assert runs.trained(TEXT) is runs.trained(TEXT)  # computed once per sentence
     assert wrapped == ["_attention", "_translate", "_attention"]
+
+
+def test_where_the_changed_model_translates_the_same_the_page_points_at_the_maps():
+    note = scaling.same_translation_note(1.0, 0.2, "Ein Hund.", "Ein Hund.", np.array([2.0, 1.0]), np.array([1.0, 0.5]))
+    assert note.startswith("**The same translation**") and "sharper (mean attention entropy 1.50 → 0.75 nats)" in note
+    assert "flatter" in scaling.same_translation_note(0.1, 0.2, "a", "a", np.array([1.0]), np.array([2.0]))
+    assert scaling.same_translation_note(1.0, 0.2, "Ein Hund.", "Zwei Hunde.", np.ones(2), np.ones(2)) == ""
+    assert scaling.same_translation_note(0.2, 0.2, "a", "a", np.ones(2), np.ones(2)) == ""  # nothing changed
+    # the shipped model on the tab's first sentence: unscaled, the same words, sharper maps (the page says so)
+    shipped = Translator(ASSETS, device="cpu")
+    *_, summary = scaling.live_view(shipped.cfg, shipped.attention, shipped.attention, attention.DEFAULT_SOURCE, 1,
+                                    "encoder_self", 1)
+    assert "**The same translation**" in summary and "the heads are sharper" in summary
+    assert shipped.attention(attention.DEFAULT_SOURCE, scale=1.0).translation == \
+        shipped.attention(attention.DEFAULT_SOURCE).translation

@@ -22,7 +22,7 @@ from viz.views import inside_head as inside_view
 from viz.views.attention import classroom, closeup, examples, share, teacher
 from viz.views.attention import contributions as measures
 from viz.views.attention import maps as attention
-from viz.views.outputs import SKIP, Update, open_tab, skipped
+from viz.views.outputs import SKIP, Update, changes, open_tab, skipped
 
 TEXT = "a big dog runs in the park."
 GIVEN = "ein großer hund."
@@ -57,8 +57,11 @@ def test_a_bound_endpoint_keeps_its_signature_and_type_hints(runs):
 
 # ------------------------------------------------------------------------------------------ the endpoints
 def test_the_endpoints_answer_with_the_runs_results(runs):
-    assert api.attention_maps(runs, TEXT) == runs.attention(TEXT).to_json_dict()
-    assert api.attention_maps(runs, TEXT, GIVEN)["translation"] == runs.attention(TEXT, GIVEN).translation
+    # /attention's dict, written as JSON once per result and shared (JSONText): the same bytes object each time
+    assert json.loads(api.attention_maps(runs, TEXT).data) == runs.attention(TEXT).to_json_dict()
+    assert api.attention_maps(runs, TEXT).data is api.attention_maps(runs, TEXT).data
+    given = json.loads(api.attention_maps(runs, TEXT, GIVEN).data)
+    assert given["translation"] == runs.attention(TEXT, GIVEN).translation
     assert api.translate(runs, TEXT, 1) == runs.translate(TEXT, 1)
     assert api.decode_steps(runs, TEXT) == runs.steps(TEXT).to_json_dict()
     assert api.inside_head(runs, TEXT, "", "cross", 2, 3, 1)["weights"] == pytest.approx(
@@ -125,18 +128,21 @@ class Refuses:
 
 def test_a_link_opens_its_view_on_its_tab(runs):
     warned = []
-    out = classroom.open_link(runs, warned.append, ["attention", "decoding"], share.View(TEXT, "", "encoder_self",
-                              2, 1, "decoding").query())
-    assert len(out) == classroom.N_OUTPUTS + 1 and out[-1] == open_tab("decoding")
+    link = share.View(TEXT, "", "encoder_self", 2, 1, "decoding", step=3)
+    out = classroom.open_link(runs, warned.append, ["attention", "decoding"], link.query_params())
+    assert len(out) == classroom.N_OUTPUTS + 2 and out[-2] == open_tab("decoding") and out[-1] == link
     assert out[:7] == (TEXT, "", "encoder_self", 2, 1, False, "fixed") and out[7] == Update(value="", visible=False)
     assert out[8] == runs.attention(TEXT).translation and out[12].get() is runs.attention(TEXT) and warned == []
+    # a tab that takes its own part of the link opens itself (viz.ui.wiring.on_link), after this view
+    out = classroom.open_link(runs, warned.append, ["attention", "decoding"], link.query_params(), {}, {"decoding"})
+    assert out[-2] is SKIP and out[-1] == link
 
 
 def test_a_link_whose_sentence_is_refused_opens_the_default_one_and_says_so(runs):
     warned = []
     out = classroom.open_link(Refuses(runs, TEXT), warned.append, ["attention"], {"text": TEXT, "kind": "cross",
                                                                                    "layer": "7"})
-    assert out[0] == attention.DEFAULT_SOURCE and out[2] == "cross" and out[-1] == open_tab("attention")
+    assert out[0] == attention.DEFAULT_SOURCE and out[2] == "cross" and out[-2] == open_tab("attention")
     assert out[7].props["visible"] and classroom.LINK_FAILED in out[7].props["value"] and "layer" in warned[0]
     assert out[12].get() is runs.attention(attention.DEFAULT_SOURCE)
 
@@ -153,6 +159,30 @@ def test_an_example_opens_its_view_with_its_caption(runs, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ the Decoding tab
+def apply_changes(base, changes):
+    """The page's applyChanges (assets/web/page.js), in Python: a copy of base with each change made."""
+    root = {"view": json.loads(json.dumps(base))}
+    for path, *value in changes:
+        *keys, last = ["view", *path]
+        at = root
+        for key in keys:
+            at = at[key]
+        if value:
+            at[last] = value[0]
+        else:
+            del at[last]
+    return root["view"]
+
+
+def test_changes_turn_one_json_value_into_another():
+    base = {"a": 1, "gone": 2, "list": [{"x": 1}, {"x": 2}], "flat": [1, 2], "nested": {"k": "v"}}
+    other = {"a": 1.0, "list": [{"x": 1}, {"x": 3, "y": 0}], "flat": [1, 2, 3], "nested": {"k": "w"}, "new": None}
+    found = changes(base, other)
+    assert apply_changes(base, found) == other and json.dumps(apply_changes(base, found)) == json.dumps(other)
+    assert [["gone"]] in found and [["list", 1, "x"], 3] in found and [["flat"], [1, 2, 3]] in found
+    assert changes(base, base) == [] and apply_changes(base, changes(base, [1])) == [1]
+
+
 def test_decoding_starts_follows_and_predicts_then_reveals(runs):
     steps, n = runs.steps, runs.steps(TEXT).n_steps
 
@@ -162,21 +192,53 @@ def test_decoding_starts_follows_and_predicts_then_reveals(runs):
     def same(a, b):
         return all(same_figure(x, y) if isinstance(x, dict) else x == y for x, y in zip(a, b, strict=True))
 
+    frames = decoding.step_frames(steps(TEXT), 2, 0)
     started = decoding.start(steps, TEXT, 2, 0, True)
-    assert started[:3] == (TEXT, Update(maximum=n, value=1), False) and same(started[3:], view(1, False))
-    assert same(decoding.start(steps, TEXT, 2, 0, False)[3:], view(1, True))
+    assert started[:3] == (TEXT, Update(maximum=n, value=1), False) and same(started[3:7], view(1, False))
+    assert started[7] == frames
+    assert same(decoding.start(steps, TEXT, 2, 0, False)[3:7], view(1, True))
+    assert decoding.start(steps, TEXT, 2, 0, False, n)[1] == Update(maximum=n, value=n)
     with pytest.raises(ValueError, match="sentence"):
         decoding.start(steps, " ", 2, 0, False)
     assert decoding.follow(steps, runs.attention(TEXT), "", 2, 0, False)[:3] == (TEXT, TEXT, TEXT)
-    assert decoding.follow(steps, runs.attention(TEXT), TEXT, 2, 0, False) == skipped(9)  # already taken over
-    assert same(decoding.show_step(steps, TEXT, n, 2, 0, True), (False, *view(n, False)))
+    assert decoding.follow(steps, runs.attention(TEXT), TEXT, 2, 0, False) == skipped(10)  # already taken over
     toggled = decoding.toggle_predict(steps, TEXT, 1, 2, 0, True)
     assert toggled[:2] == (False, Update(interactive=True, variant="primary")) and same(toggled[2:], view(1, False))
     assert decoding.toggle_predict(steps, TEXT, 1, 2, 0, False)[1] == Update(interactive=False, variant="secondary")
-    assert same(decoding.redraw(steps, TEXT, 1, 2, 0, True, True), view(1, True))  # a reveal holds
-    assert same(decoding.redraw(steps, TEXT, 1, 2, 0, True, False), view(1, False))
-    assert same(decoding.reveal(steps, TEXT, 1, 2, 0, True), (True, *view(1, True)))
-    assert decoding.redraw(steps, "", 1, 2, 0, False, False) == skipped(4)  # no sentence yet
+    redrawn = decoding.redraw(steps, TEXT, 1, 2, 0, True, True)
+    assert same(redrawn[:4], view(1, True)) and redrawn[4] == frames  # a reveal holds
+    assert same(decoding.redraw(steps, TEXT, 1, 2, 0, True, False)[:4], view(1, False))
+    assert decoding.redraw(steps, "", 1, 2, 0, False, False) == skipped(5)  # no sentence yet
+
+
+def test_the_page_draws_every_step_and_its_reveal_from_one_answer(runs):
+    """step_frames holds every step's view, revealed and hidden, as the page rebuilds it (a step or a Reveal without
+    a round trip, assets/web/decoding.js): exactly the views the server draws."""
+    decoded = runs.steps(TEXT)
+    for layer, head in ((2, 0), (1, 3)):
+        frames = json.loads(decoding.step_frames(decoded, layer, head))
+        assert len(frames["steps"]) == decoded.n_steps
+        for t, (shown, hidden) in enumerate(frames["steps"], start=1):
+            for reveal, found in ((True, shown), (False, hidden)):
+                want = json.loads(json.dumps(list(decoding.decode_step_view(decoded, t, layer, head, reveal))))
+                assert apply_changes(frames["base"], found) == want, (t, reveal)
+    with pytest.raises(ValueError, match="head"):
+        decoding.step_frames(decoded, 1, 99)
+
+
+def test_a_link_opens_the_decoding_tab_at_its_layer_head_and_step(runs):
+    steps, n = runs.steps, runs.steps(TEXT).n_steps
+    result, warned = runs.attention(TEXT), []
+    out = decoding.open_link(steps, warned.append, 2, share.View(TEXT, tab="decoding", layer=1, head=3, step=2),
+                             result, False)
+    assert out[:4] == (1, 3, result.source_text, result.source_text) and out[-1] == open_tab("decoding")
+    assert out[4:-1][:3] == (result.source_text, Update(maximum=n, value=2), False)
+    assert out[7].startswith("**Step 2 of") and "layer 1 · head 3" in out[7] and warned == []
+    out = decoding.open_link(steps, warned.append, 2, share.View(TEXT, tab="decoding", step=999), result, True)
+    assert out[:2] == (2, 0) and out[5] == Update(maximum=n, value=n) and f"1 to {n}" in warned[0]  # defaults
+    assert "hidden" in out[7]  # predicting: the step's next token is hidden
+    for link in (None, share.View(TEXT, tab="attention", step=2)):
+        assert decoding.open_link(steps, warned.append, 2, link, result, False) == skipped(4 + decoding.N_START + 1)
 
 
 # ------------------------------------------------------------------------------- Inside a head, Head analysis
@@ -188,6 +250,34 @@ def test_inside_a_head_takes_over_the_view_and_opens_on_a_clicked_row(runs):
     clicked = inside_view.row_clicked(runs.cfg, "2,1712", result, "cross", 1, 2)
     assert clicked == ("cross", 1, 2, Update(choices=chips, value=2), open_tab("inside"))
     assert inside_view.row_clicked(runs.cfg, "x", result, "cross", 1, 2) == skipped(5)
+
+
+def test_a_row_of_the_means_close_up_says_which_head_this_tab_opened():
+    note = inside_view.mean_note(8, 3, 0, 1)
+    assert "mean of layer 3's 8 heads" in note and "opened **head 1**" in note
+    assert inside_view.mean_note(8, 3, "0", 2).endswith("pick another head above.")
+    assert inside_view.mean_note(8, 3, 4, 4) == ""  # the close-up showed that head: nothing to say
+
+
+def test_the_other_tabs_take_their_part_of_a_link(runs):
+    from viz.views import inside_matrices as matrix_view
+    from viz.views import lab as lab_view
+
+    result, elsewhere = runs.attention(TEXT), share.View(TEXT, tab="attention", step=2, query=1, stat="entropy")
+    assert architecture.open_link(share.View(TEXT, tab="architecture"), "cross", 2) == ("cross", 2,
+                                                                                         open_tab("architecture"))
+    link = share.View(TEXT, tab="heads", stat="entropy")
+    assert heads_view.open_link(link, "cross") == (SKIP, "entropy", "cross", open_tab("heads"))
+    assert lab_view.open_link(share.View(TEXT, tab="lab", runs=("h8",))) == (["h8"], open_tab("lab"))
+    assert lab_view.open_link(share.View(TEXT, tab="lab")) == (SKIP, open_tab("lab"))  # the tab's own default
+    opened = matrix_view.open_link(runs.cfg, share.View(TEXT, tab="inside", query=3), result, "decoder_self", 2, 2)
+    chips = inside_view.query_choices(result.target_tokens)
+    assert opened[:4] == ("decoder_self", 2, 2, Update(choices=chips, value=3)) and opened[-1] == open_tab("inside")
+    assert opened[4] == matrix_view.seen_key(result, "decoder_self", 2, 2)  # the tab's opening keeps the query
+    for link in (None, elsewhere):
+        assert architecture.open_link(link, "cross", 2) == (SKIP,) * 3
+        assert heads_view.open_link(link, "cross") == skipped(4) and lab_view.open_link(link) == (SKIP, SKIP)
+        assert matrix_view.open_link(runs.cfg, link, result, "cross", 1, 1) == skipped(6)
 
 
 def test_a_grid_cell_opens_its_head_on_the_attention_tab(runs):

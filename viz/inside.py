@@ -10,9 +10,11 @@ Each labelled with the paper's symbol and its shape:
 Specs are plain dicts (numpy inside) for `viz.encode.plotly_json`, like `viz.heatmaps.detail_spec`; the
 presenter is `viz.views.inside_head`. Look as in viz.heatmaps: transparent backgrounds, mid-grey text;
 titles are annotations, 16 px for the figure, 14 px per panel (a layout title makes Gradio reserve 100 px
-above the plot). Signed vectors use a diverging blue–white–red scale centred on 0, each panel its own
-symmetric range (the hover shows the value). Every token goes through `escape_token`. Figure 2 reads
-bottom to top, like the paper's. Arrays and tokens in, dicts out: no torch, no gradio.
+above the plot), broken into lines that fit a 390-px phone (``viz.wrap``); panels are stacked in bands rather
+than set side by side where their titles would not fit a phone. Signed vectors use a diverging blue–white–red
+scale centred on 0, each panel its own symmetric range (the hover shows the value). Every token goes through
+`escape_token`. Figure 2 reads bottom to top, like the paper's. Arrays and tokens in, dicts out: no torch, no
+gradio.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ import numpy as np
 
 from viz.axes import bare_axis
 from viz.heatmaps import COLORSCALE
+from viz.margins import widest_px
 from viz.scaling import SCALED_COLOR, UNSCALED_COLOR
 from viz.text import escape_token
 from viz.vocab import KIND_LABELS, TEXT_COLOR, TRANSPARENT
+from viz.wrap import fit_lines, lines, phone_width
 
 if TYPE_CHECKING:  # viz never imports torch at run time
     from model.probes.inside import HeadInside
@@ -40,10 +44,13 @@ FACTOR_COLOR = "#9C6ADE"  # the third case of footnote 4
 MASKED_COLOR = "rgba(136,136,136,0.45)"
 GRID = "rgba(136,136,136,0.2)"
 HIGHLIGHT = "#E8701A"
-TITLE_PX, FONT_PX = 16, 14
+TITLE_PX, FONT_PX, SUBTITLE_PX = 16, 14, 12
 _TITLE_ROOM = 24  # px above a band that its title takes
-_LEGEND_ROW = 20  # px per legend entry, between a figure title and the plot
+_LINE = 18  # px per further line of a 14-px panel title
+_LEGEND_ROW = 20  # px per legend line, between a figure title and the plot
 _TOP = 72  # px above the plot: the two-line figure title, clear of the gr.Plot label badge (top-left, ~30 px)
+_BADGE = 36  # of which the gr.Plot label badge's room
+_TICK_PAD = 6  # px between tick labels and the plot area
 TOKEN_LEN = 20  # characters of a token shown
 _KEYS_AXIS = dict(type="category", autorange="reversed")  # one row per key, "j: token", row 0 on top
 
@@ -76,9 +83,42 @@ def _title(text: str, i: int | None = None, shift: int = 0, right: bool = False)
                 font=dict(size=TITLE_PX if i is None else FONT_PX))
 
 
-def _figure_title(name: str, hi: HeadInside, shift: int = 0) -> dict:
-    """The figure's title: its name, and below it, smaller, which head and query (so an exported image says)."""
-    return _title(f'{name}<br><span style="font-size:12px">{_where(hi)}</span>', shift=shift)
+def _figure_title(name: str, hi: HeadInside, shift: int = 0, width: float | None = None) -> dict:
+    """The figure's title: its name, and below it, smaller, which head and query (so an exported image says),
+    each broken into lines of at most ``width`` px (default: a phone's full plot width)."""
+    width = phone_width() if width is None else width
+    sub = fit_lines(_where(hi), SUBTITLE_PX, width).split("<br>")
+    text = "<br>".join([fit_lines(name, TITLE_PX, width), *(f'<span style="font-size:{SUBTITLE_PX}px">{line}</span>'
+                                                            for line in sub)])
+    return _title(text, shift=shift)
+
+
+def _top(figure_title: dict) -> int:
+    """px above the plot for a ``_figure_title`` of that many lines (the badge's room, 20 px a title line, 16 a
+    subtitle line)."""
+    text = figure_title["text"]
+    sub = text.count(f"font-size:{SUBTITLE_PX}px")
+    return _BADGE + 20 * (lines(text) - sub) + 16 * sub
+
+
+def _fit(text: str, width: float, font_px: int = FONT_PX) -> str:
+    return fit_lines(text, font_px, width)
+
+
+def _gap(base: int, *texts: str) -> int:
+    """A band's gap: ``base`` px for one-line titles, ``_LINE`` more per further line of the longest."""
+    return base + _LINE * (max(lines(t) for t in texts) - 1)
+
+
+def _labels_px(labels: Sequence[str], font_px: int = FONT_PX) -> float:
+    """Room that tick labels take left of the plot area (their widest, and the pad)."""
+    return widest_px(labels, font_px) + _TICK_PAD
+
+
+def _token_ticks(tokens: Sequence[str], width: float) -> dict:
+    """A token axis's labels: flat where every one fits its column on a phone, else upright."""
+    upright = widest_px(tokens, FONT_PX) + 4 > width / max(1, len(tokens))
+    return dict(tickangle=-90 if upright else 0)
 
 
 def _layout(height: int, top: int = _TOP, **extra) -> dict:
@@ -93,13 +133,14 @@ def _layout(height: int, top: int = _TOP, **extra) -> dict:
     return layout
 
 
-def _bands(heights: Sequence[int], gap: int) -> tuple[int, list[tuple[float, float]]]:
-    """Stack bands of ``heights`` px top to bottom, each below a ``gap`` px strip for its title and arrows:
-    (total px, y domains as fractions of the plot area)."""
-    total = sum(heights) + gap * len(heights)
+def _bands(heights: Sequence[int], gap: int | Sequence[int]) -> tuple[int, list[tuple[float, float]]]:
+    """Stack bands of ``heights`` px top to bottom, each below a ``gap`` px strip (one for all, or one per band)
+    for its title and arrows: (total px, y domains as fractions of the plot area)."""
+    gaps = [gap] * len(heights) if isinstance(gap, int) else list(gap)
+    total = sum(heights) + sum(gaps)
     domains, top = [], total
-    for h in heights:
-        top -= gap
+    for h, g in zip(heights, gaps):
+        top -= g
         domains.append(((top - h) / total, top / total))
         top -= h
     return total, domains
@@ -144,15 +185,27 @@ def _where(hi: HeadInside) -> str:
 
 # ------------------------------------------------------------------------------------------ (a) projections
 def projections_spec(hi: HeadInside) -> dict:
-    """(a) x -> q (1 × d_k) and x_kv -> K, V (n × d_k): the head's projections, values on hover."""
+    """(a) x -> q (1 × d_k) and x_kv -> K, V (n × d_k): the head's projections, values on hover. Bands top to
+    bottom: x, q, x_kv, then K beside V (each title fits its band on a phone)."""
     n, d, dk = len(hi.key_tokens), hi.d_model, hi.d_k
     keys = _labels(hi.key_tokens)
     row = 20 if n <= 30 else 13
-    plot_h, (top, bottom) = _bands([26, n * row], gap=30)
+    width = phone_width(_labels_px(keys))
     source = "x = encoder output, every key" if hi.kind == "cross" else "x at every key position"
     x_q = "x (decoder)" if hi.kind == "cross" else "x"
-    columns = {1: (0.0, 0.55), 2: (0.62, 0.8), 3: (0.0, 0.55), 4: (0.62, 0.8), 5: (0.82, 1.0)}
-    rows = {1: top, 2: top, 3: bottom, 4: bottom, 5: bottom}
+    half = (0.0, 0.48)
+    columns = {1: (0.0, 1.0), 2: half, 3: (0.0, 1.0), 4: half, 5: (0.52, 1.0)}
+    band = {1: 0, 2: 1, 3: 2, 4: 3, 5: 3}
+    text = {
+        1: f"{x_q} at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}",
+        2: f"q · 1 × {dk}",
+        3: f"{source} · {n} × {d}",
+        4: f"K · {n} × {dk}",
+        5: f"V · {n} × {dk}",
+    }
+    text = {i: _fit(t, width * (columns[i][1] - columns[i][0])) for i, t in text.items()}
+    gaps = [_gap(30, *(text[i] for i in band if band[i] == b)) for b in range(4)]
+    plot_h, rows = _bands([26, 26, n * row, n * row], gap=gaps)
     data = [
         _heat(hi.x[None], 1, "dim %{x}: %{z:.3f}<extra>x</extra>"),
         _heat(hi.q[None], 2, "dim %{x}: %{z:.3f}<extra>q</extra>"),
@@ -160,15 +213,9 @@ def projections_spec(hi: HeadInside) -> dict:
         _heat(hi.k, 4, "%{y} · dim %{x}: %{z:.3f}<extra>K</extra>", y=keys),
         _heat(hi.v, 5, "%{y} · dim %{x}: %{z:.3f}<extra>V</extra>", y=keys),
     ]
-    titles = [
-        _title(f"{x_q} at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}", 1),
-        _title(f"q · 1 × {dk}", 2),
-        _title(f"{source} · {n} × {d}", 3),
-        _title(f"K · {n} × {dk}", 4),
-        _title(f"V · {n} × {dk}", 5),
-        _figure_title(f"(a) q = x {_symbol('Q', hi)} + b, K = x {_symbol('K', hi)} + b, "
-                      f"V = x {_symbol('V', hi)} + b", hi),
-    ]
+    figure_title = _figure_title(f"(a) q = x {_symbol('Q', hi)} + b, K = x {_symbol('K', hi)} + b, "
+                                 f"V = x {_symbol('V', hi)} + b", hi, width=width)
+    titles = [*(_title(text[i], i) for i in columns), figure_title]
     shapes = []
     if hi.kind != "cross":  # the query's own row among the keys
         shapes.append(_row_box(3, hi.query, hi.query))
@@ -177,9 +224,11 @@ def projections_spec(hi: HeadInside) -> dict:
         shapes += [_row_box(i, first, n - 1, fill=MASKED_COLOR) for i in (4, 5)]
         titles.append(dict(text="masked", x=0.5, y=(first + n - 1) / 2, xref="x4 domain",
                            yref="y4", showarrow=False, font=dict(color="#ffffff"), bgcolor="rgba(70,70,70,0.9)"))
-    layout = _layout(plot_h + _TOP + 8, annotations=titles, shapes=shapes)
-    for i in columns:
-        _panel(layout, i, columns[i], rows[i], **(dict(_KEYS_AXIS, showticklabels=i == 3) if i >= 3 else {}))
+    top = _top(figure_title)
+    layout = _layout(plot_h + top + 8, top=top, annotations=titles, shapes=shapes)
+    for i in columns:  # the keys named left of x_kv and of K (V, right of K, shares K's rows)
+        _panel(layout, i, columns[i], rows[band[i]], **(dict(_KEYS_AXIS, showticklabels=i in (3, 4)) if i >= 3
+                                                       else {}))
     return dict(data=data, layout=layout)
 
 
@@ -214,24 +263,30 @@ def scores_spec(hi: HeadInside) -> dict:
                          marker=dict(symbol="x-thin", size=12, line=dict(width=2, color=TEXT_COLOR)),
                          customdata=[keys[j] for j in idx],
                          hovertemplate="%{customdata}: masked: −∞ before the softmax<extra></extra>"))
-    titles = [
-        _title(f"q·k<sub>j</sub>, raw · 1 × {n} · std over the allowed keys {hi.score_std:.2f}, "
-               f"√d_k = {math.sqrt(hi.d_k):.2f}", 1),
-        _title(f"× {hi.scale:.4g} ({scale_name})", 2),
-        _title(mask_text, 3),
-        _title(f"softmax → α<sub>j</sub> · entropy {hi.entropy:.2f} nats (uniform: "
-               f"{math.log(max(1, int((~masked).sum()))):.2f}) · largest {hi.max_weight:.3f} on "
-               f"“{_tok(hi.key_tokens[top])}”", 4),
-        _figure_title("(b) scores to weights", hi),
+    width = phone_width(_labels_px(["−0.25", "−100"]))  # the y axes' numbers left of the bars
+    text = [
+        f"q·k<sub>j</sub>, raw · 1 × {n} · std over the allowed keys {hi.score_std:.2f}, "
+        f"√d_k = {math.sqrt(hi.d_k):.2f}",
+        f"× {hi.scale:.4g} ({scale_name})",
+        mask_text,
+        f"softmax → α<sub>j</sub> · entropy {hi.entropy:.2f} nats (uniform: "
+        f"{math.log(max(1, int((~masked).sum()))):.2f}) · largest {hi.max_weight:.3f} on “{_tok(hi.key_tokens[top])}”",
     ]
-    plot_h, domains = _bands([110] * 4, gap=36)
-    layout = _layout(plot_h + _TOP + 90, annotations=titles, bargap=0.25)
+    text = [_fit(t, width) for t in text]
+    figure_title = _figure_title("(b) scores to weights", hi, width=width)
+    titles = [*(_title(t, i) for i, t in enumerate(text, start=1)), figure_title]
+    ticktext = [_tok(t) for t in hi.key_tokens]
+    ticks = _token_ticks(ticktext, width)
+    below = 8 + (widest_px(ticktext, FONT_PX) if ticks["tickangle"] else 20)  # the bottom band's token labels
+    plot_h, domains = _bands([110] * 4, gap=[_gap(36, t) for t in text])
+    top_px = _top(figure_title)
+    layout = _layout(plot_h + top_px + below, top=top_px, annotations=titles, bargap=0.25)
     for i, dom in enumerate(domains, start=1):
         xr, yr = _ref(i)
         bottom = i == 4
         layout[_key("xaxis", i)] = bare_axis(
             automargin=True, anchor=yr, matches=None if i == 1 else "x", range=[-0.5, n - 0.5], showticklabels=bottom,
-            tickmode="array", tickvals=list(range(n)), ticktext=[_tok(t) for t in hi.key_tokens])
+            tickmode="array", tickvals=list(range(n)), ticktext=ticktext, **ticks)
         layout[_key("yaxis", i)] = dict(
             domain=list(dom), anchor=xr, zeroline=True, zerolinecolor=TEXT_COLOR, showgrid=True,
             gridcolor=GRID, automargin=True, **({"range": [0, 1.05]} if bottom else {}))
@@ -247,22 +302,27 @@ def head_output_spec(hi: HeadInside) -> dict:
     n, dk, keys = len(hi.key_tokens), hi.d_k, _labels(hi.key_tokens)
     weighted = hi.weights[:, None] * hi.v  # (n, d_v)
     row = 20 if n <= 30 else 13
-    plot_h, (top, bottom) = _bands([n * row, 26], gap=30)
+    width = phone_width(_labels_px(keys))
+    columns = {1: (0.0, 0.36), 2: (0.40, 0.50), 3: (0.56, 1.0), 4: (0.56, 1.0)}
+    room = {1: 0.38, 2: 0.14, 3: 0.44, 4: 1.0}  # of the width, for each title: up to the next title
+    text = {
+        1: f"V · {n} × {dk}",
+        2: f"α<br>{n} × 1",
+        3: f"α<sub>j</sub> v<sub>j</sub> · {n} × {dk}",
+        4: f"the rows summed: head<sub>{hi.head}</sub> = Σ<sub>j</sub> α<sub>j</sub> v<sub>j</sub> · 1 × {dk}",
+    }
+    text = {i: _fit(t, width * room[i]) for i, t in text.items()}
+    plot_h, (top, bottom) = _bands([n * row, 26], gap=[_gap(30, text[1], text[2], text[3]), _gap(30, text[4])])
     data = [
         _heat(hi.v, 1, "%{y} · dim %{x}: %{z:.3f}<extra>v_j</extra>", y=keys),
         _heat(hi.weights[:, None], 2, "%{y}: α = %{z:.4f}<extra></extra>", y=keys, scale=VIRIDIS, zmin=0, zmax=1),
         _heat(weighted, 3, "%{y} · dim %{x}: %{z:.3f}<extra>α_j v_j</extra>", y=keys),
         _heat(hi.output[None], 4, "dim %{x}: %{z:.3f}<extra>head_i</extra>"),
     ]
-    titles = [
-        _title(f"V · {n} × {dk}", 1), _title(f"α · {n} × 1", 2),
-        _title(f"α<sub>j</sub> v<sub>j</sub> · {n} × {dk}", 3),
-        _title(f"the rows summed: head<sub>{hi.head}</sub> = Σ<sub>j</sub> α<sub>j</sub> v<sub>j</sub> · 1 × {dk}",
-               4, right=True),
-        _figure_title("(c) the head's output", hi),
-    ]
-    columns = {1: (0.0, 0.38), 2: (0.42, 0.48), 3: (0.58, 1.0), 4: (0.58, 1.0)}
-    layout = _layout(plot_h + _TOP + 8, annotations=titles)
+    figure_title = _figure_title("(c) the head's output", hi, width=width)
+    titles = [*(_title(text[i], i, right=i == 4) for i in text), figure_title]
+    top_px = _top(figure_title)
+    layout = _layout(plot_h + top_px + 8, top=top_px, annotations=titles)
     for i in columns:
         _panel(layout, i, columns[i], top if i < 4 else bottom, **(dict(_KEYS_AXIS, showticklabels=i == 1)
                                                                      if i < 4 else {}))
@@ -273,16 +333,22 @@ def head_output_spec(hi: HeadInside) -> dict:
 
 def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]], title: str) -> dict:
     """Bars per key, one group per series (name, values in [0, 1], colour, hover), a legend under the title,
-    one entry a line."""
+    one entry a line (or more: each fits a phone)."""
     n, keys = len(hi.key_tokens), _labels(hi.key_tokens)
+    width = phone_width(_labels_px(["0.8"]))
+    names = [_fit(name, width - 40) for name, *_ in series]  # less the legend's symbol
     data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(color=color),
-                 customdata=keys, hovertemplate=hover) for name, y, color, hover in series]
-    room = _LEGEND_ROW * len(series) + 6
+                 customdata=keys, hovertemplate=hover) for name, (_, y, color, hover) in zip(names, series)]
+    room = _LEGEND_ROW * sum(lines(name) for name in names) + 6
     legend = dict(orientation="v", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
-    layout = _layout(400 + room, top=_TOP + room, annotations=[_figure_title(title, hi, shift=room)],
+    figure_title = _figure_title(title, hi, shift=room, width=width)
+    ticktext = [_tok(t) for t in hi.key_tokens]
+    ticks = _token_ticks(ticktext, width)
+    below = widest_px(ticktext, FONT_PX) if ticks["tickangle"] else 20
+    layout = _layout(400 + room + below, top=_top(figure_title) + room, annotations=[figure_title],
                      barmode="group", showlegend=True, legend=legend)
-    layout["xaxis"] = bare_axis(automargin=True, tickmode="array", tickvals=list(range(n)),
-                                ticktext=[_tok(t) for t in hi.key_tokens], range=[-0.5, n - 0.5])
+    layout["xaxis"] = bare_axis(automargin=True, tickmode="array", tickvals=list(range(n)), ticktext=ticktext,
+                                range=[-0.5, n - 0.5], **ticks)
     layout["yaxis"] = dict(range=[0, 1.05], showgrid=True, gridcolor=GRID, automargin=True)
     return dict(data=data, layout=layout)
 
@@ -302,40 +368,47 @@ def figure2_spec(hi: HeadInside) -> dict:
     """(d) bottom to top: x -> the h heads' outputs -> Concat -> · W^O + b -> Sublayer(x) -> Add & Norm."""
     h, dk, d = hi.n_heads, hi.d_k, hi.d_model
     panel = {"out": 1, "sub": 2, "cat": 3, "heads": 4, "x": 5}  # top to bottom
-    gap = 64
-    plot_h, doms = _bands([26, 26, 26, 18 * h, 26], gap)
-    dom = dict(zip(panel, doms))
+    head_labels = [f"head {j + 1}" for j in range(h)]
+    width = phone_width(_labels_px(head_labels))
     data = [
         _heat(hi.layer_output[None], panel["out"], "dim %{x}: %{z:.3f}<extra>LayerNorm</extra>"),
         _heat(hi.sublayer_output[None], panel["sub"], "dim %{x}: %{z:.3f}<extra>MultiHead</extra>"),
         _heat(hi.head_outputs.reshape(1, -1), panel["cat"], "dim %{x}: %{z:.3f}<extra>Concat</extra>"),
-        _heat(hi.head_outputs, panel["heads"], "%{y} · dim %{x}: %{z:.3f}<extra></extra>",
-              y=[f"head {j + 1}" for j in range(h)]),
+        _heat(hi.head_outputs, panel["heads"], "%{y} · dim %{x}: %{z:.3f}<extra></extra>", y=head_labels),
         _heat(hi.x[None], panel["x"], "dim %{x}: %{z:.3f}<extra>x</extra>"),
     ]
-    titles = [
-        _title(f"Add & Norm: LayerNorm(x + Sublayer(x)) · 1 × {d} · the layer's attention output at "
-               f"“{_tok(hi.query_token)}” (post-LN, §3.1)", panel["out"]),
-        _title(f"Sublayer(x) = MultiHead = Concat(head<sub>1</sub>, …, head<sub>{h}</sub>) W<sup>O</sup> + b · 1 × {d}",
-               panel["sub"]),
-        _title(f"Concat(head<sub>1</sub>, …, head<sub>{h}</sub>) · 1 × h·d_v = 1 × {h * dk}", panel["cat"]),
-        _title(f"head<sub>1</sub> … head<sub>{h}</sub> = softmax(q K<sup>T</sup> · {hi.scale:.3g}) V, per head · "
-               f"h × d_v = {h} × {dk} (head {hi.head} outlined)", panel["heads"]),
-        _title(f"x: the sub-layer input at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}", panel["x"]),
-        _figure_title("(d) Figure 2 (right), live", hi),
-    ]
+    text = {name: _fit(t, width * _BANDS_RIGHT) for name, t in {
+        "out": f"Add & Norm: LayerNorm(x + Sublayer(x)) · 1 × {d} · the layer's attention output at "
+               f"“{_tok(hi.query_token)}” (post-LN, §3.1)",
+        "sub": f"Sublayer(x) = MultiHead = Concat(head<sub>1</sub>, …, head<sub>{h}</sub>) W<sup>O</sup> + b · 1 × {d}",
+        "cat": f"Concat(head<sub>1</sub>, …, head<sub>{h}</sub>) · 1 × h·d_v = 1 × {h * dk}",
+        "heads": f"head<sub>1</sub> … head<sub>{h}</sub> = softmax(q K<sup>T</sup> · {hi.scale:.3g}) V, per head · "
+                 f"h × d_v = {h} × {dk} (head {hi.head} outlined)",
+        "x": f"x: the sub-layer input at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}",
+    }.items()}
     source = "the encoder output" if hi.kind == "cross" else "x"
-    arrows = [  # (the band the arrow points to, its label); each starts above the band below's title
-        ("heads", f"q = x W<sup>Q</sup><sub>i</sub>, K and V from {source} · each head: 1 × {dk}"),
-        ("cat", f"Concat: {h} × {dk} → 1 × {h * dk}"),
-        ("sub", f"· W<sup>O</sup> ({h * dk} × {d}) + b<sup>O</sup> → 1 × {d}"),
-        ("out", f"+ x (residual, 1 × {d}), then LayerNorm → 1 × {d}"),
-    ]
-    length = gap - _TITLE_ROOM
-    for upper, label in arrows:
+    arrows = {  # the band each arrow points to -> its label; each arrow starts above the band below's title
+        "heads": f"q = x W<sup>Q</sup><sub>i</sub>, K and V from {source} · each head: 1 × {dk}",
+        "cat": f"Concat: {h} × {dk} → 1 × {h * dk}",
+        "sub": f"· W<sup>O</sup> ({h * dk} × {d}) + b<sup>O</sup> → 1 × {d}",
+        "out": f"+ x (residual, 1 × {d}), then LayerNorm → 1 × {d}",
+    }
+    label_x = 0.52  # the arrows' labels, right of the arrows (x = 0.5) and left of the residual line
+    arrows = {upper: _fit(label, width * (_BANDS_RIGHT - label_x - 0.02)) for upper, label in arrows.items()}
+    length = {upper: max(40, _LINE * lines(label) + 10) for upper, label in arrows.items()}
+    below = dict(zip(list(panel)[:-1], list(panel)[1:]))  # the band under each band
+    above = {under: upper for upper, under in below.items()}  # the arrow in a band's gap points to the band above
+    gaps = [_gap(_TITLE_ROOM, text[name]) + (length[above[name]] if name in above else 0) for name in panel]
+    plot_h, doms = _bands([26, 26, 26, 18 * h, 26], gaps)
+    dom = dict(zip(panel, doms))
+    figure_title = _figure_title("(d) Figure 2 (right), live", hi, width=width)
+    titles = [*(_title(text[name], i) for name, i in panel.items()), figure_title]
+    for upper, label in arrows.items():
         y, paper = dom[upper][0], dict(xref="paper", yref="paper")
-        titles.append(dict(paper, x=0.5, y=y, ax=0, ay=length, showarrow=True, arrowhead=2, arrowwidth=1.6, text=""))
-        titles.append(dict(paper, x=0.52, y=y - length / 2 / plot_h, xanchor="left", showarrow=False, text=label))
+        titles.append(dict(paper, x=0.5, y=y, ax=0, ay=length[upper], showarrow=True, arrowhead=2, arrowwidth=1.6,
+                           text=""))
+        titles.append(dict(paper, x=label_x, y=y - length[upper] / 2 / plot_h, xanchor="left", showarrow=False,
+                           text=label))
     # the residual: x skips the heads and joins at Add & Norm (a line along the right edge, clear of the
     # "head 1 … head h" labels on the left and of the arrows' labels in the middle)
     x_mid, join = sum(dom["x"]) / 2, dom["out"][0] - 8 / plot_h
@@ -347,7 +420,8 @@ def figure2_spec(hi: HeadInside) -> dict:
     cat = dict(xref="x3", yref="y3 domain", y0=0, y1=1)  # the Concat strip: head i's slice outlined, slices split
     shapes.append(dict(cat, type="rect", x0=lo * dk - 0.5, x1=lo * dk + dk - 0.5, line=dict(color=HIGHLIGHT, width=3)))
     shapes += [dict(cat, type="line", x0=j * dk - 0.5, x1=j * dk - 0.5, line=dict(width=1)) for j in range(1, h)]
-    layout = _layout(plot_h + _TOP + 8, annotations=titles, shapes=shapes)
+    top = _top(figure_title)
+    layout = _layout(plot_h + top + 8, top=top, annotations=titles, shapes=shapes)
     for name, i in panel.items():
         _panel(layout, i, (0.0, _BANDS_RIGHT), dom[name],
                **(dict(_KEYS_AXIS, showticklabels=True) if name == "heads" else {}))

@@ -30,9 +30,10 @@ CURVES = (  # (key in a run's curves, subplot title, log y)
     ("entropy", "attention entropy (nats)", False),
 )
 MEAN = 0  # layer value: the mean over layers
-# One letter per role (model.probes.analysis's rule), so that eight heads fit a phone's width.
-ROLE_CODES = {"alignment": "A", "broad": "B", "EOS-sink": "E", "previous-token": "P", "next-token": "N",
-              "self": "S", "punctuation": ",", "mixed": "", "no data": ""}
+# One letter per role (model.probes.analysis's rule), so that eight heads fit a phone's width; the start-sink is
+# marked by its token (escaped: plotly and the page's Markdown read it as markup).
+ROLE_CODES = {"alignment": "A", "broad": "B", "EOS-sink": "E", "start-sink": "&lt;s&gt;", "previous-token": "P",
+              "next-token": "N", "self": "S", "punctuation": ",", "mixed": "", "no data": ""}
 
 
 def run_color(name: str) -> str:
@@ -101,8 +102,9 @@ def timelapse_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[
     fig.update_layout(**_layout(max(360, 28 * len(ys) + 160)))
     fig.update_layout(title=dict(text=title, x=0, font=dict(size=FONT_SIZE)), hovermode="closest",
                       margin=dict(l=8, r=8, t=48, b=8))
-    fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs, tickangle=-45, side="bottom", showgrid=False,
-                     title_text="key")
+    # upright and 12 px: slanted or larger, neighbouring labels ran into each other in a phone's ~18-px columns
+    fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs, tickangle=-90, tickfont=dict(size=12), side="bottom",
+                     showgrid=False, title_text="key")
     fig.update_yaxes(tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed", showgrid=False,
                      title_text="query")
     return fig

@@ -166,7 +166,8 @@ def variance_figure(var: dict, d_k: int | None = None) -> go.Figure:
                     line=dict(color=TEXT_COLOR, dash="dash", width=2.5), hoverinfo="skip")
     if d_k is not None:
         fig.update_layout(shapes=_vline(d_k))
-    fig.update_xaxes(title=dict(text="d_k (dimension of queries and keys)"), **_log2_axis(d))
+    # every other power of two: flat, apart and clear of the axis title on a phone too
+    fig.update_xaxes(title=dict(text="d_k (dimension of queries and keys)"), automargin=True, **_log2_axis(d, 2))
     fig.update_yaxes(type="log", title=dict(text="variance of the dot product"), exponentformat="power", dtick=1)
     return _style(fig, 460)
 
@@ -204,11 +205,21 @@ def histogram_figure(samples: np.ndarray, d_k: int, bins: int = 48) -> go.Figure
         fig.add_scatter(x=grid, y=np.exp(-0.5 * (grid / sd) ** 2) / (sd * math.sqrt(2 * math.pi)), mode="lines",
                         name=f"normal, variance {fmt(sd * sd)}", line=dict(color=REF_COLOR, dash="dash", width=2),
                         hoverinfo="skip", row=row, col=1)
-    fig.update_xaxes(range=[-half, half])
+    fig.update_xaxes(range=[-half, half], tickvals=_inner_ticks(half))
     fig.update_xaxes(title=dict(text=f"value of the dot product (d_k = {d_k})"), row=2, col=1)
     fig.update_yaxes(title=dict(text="density"), rangemode="tozero")
     fig.update_layout(bargap=0, showlegend=False)
     return _style(fig, 520)
+
+
+def _inner_ticks(half: float) -> list[float]:
+    """Ticks at a round step, 0 and its multiples within 80 % of ±``half``: none at the axis's ends, where a label
+    ran into the y axis's "0" on a phone."""
+    raw = 0.8 * half / 2
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    k = int(0.8 * half // step)
+    return [float(step * i) for i in range(-k, k + 1)]
 
 
 def histogram_text(samples: np.ndarray, d_k: int) -> str:
@@ -322,7 +333,7 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     fig.update_xaxes(**_log2_axis(d, every=3))
     fig.update_xaxes(title=dict(text="d_k"), row=2)
-    fig.update_annotations(font_size=SUBPLOT_TITLE_SIZE)
+    fig.update_annotations(font_size=SUBPLOT_TITLE_SIZE, yshift=8)  # clear of the top tick label ("1" on a phone)
     # The legend ends just above the subplot titles and grows upwards (three rows on a phone), clear of Gradio's
     # label badge over the figure's top-left corner (one row on a wide screen).
     fig.update_layout(legend=dict(y=1 - LEGEND_BOTTOM_PX / 700, yanchor="bottom", font=dict(size=SUBPLOT_TITLE_SIZE)))
@@ -354,23 +365,31 @@ def entropy_comparison_figure(
     changed: np.ndarray,
     labels: tuple[str, str] = ("trained scale × 1/√d_k", "changed scale"),
 ) -> go.Figure:
-    """Mean attention entropy per head, (L, H) each: two heatmaps side by side on one colour scale."""
+    """Mean attention entropy per head, (L, H) each: two heatmaps, one above the other (side by side, a phone
+    left each cell ~14 px for a 22-px number), on one colour scale."""
     a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
     if a.ndim != 2 or a.shape != b.shape:
         raise ValueError(f"expected two (L, H) arrays of one shape, got {a.shape} and {b.shape}")
     n_layers, n_heads = a.shape
     top = float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05, subplot_titles=labels)
-    for col, z in enumerate((a, b), start=1):
+    panel_px, gap_px = 32 * n_layers, 64
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=gap_px / (2 * panel_px + gap_px),
+                        subplot_titles=labels)
+    for row, z in enumerate((a, b), start=1):
         fig.add_heatmap(z=z.astype(np.float32), x=np.arange(1, n_heads + 1), y=np.arange(1, n_layers + 1),
                         coloraxis="coloraxis", texttemplate="%{z:.2f}", textfont=dict(size=12), xgap=2, ygap=2,
-                        hovertemplate="layer %{y}, head %{x}: %{z:.2f} nats<extra></extra>", row=1, col=col)
-    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top,
-                                     colorbar=dict(title=dict(text="nats"), outlinewidth=0)))
-    fig.update_xaxes(title=dict(text="head"), dtick=1, showgrid=False, showline=False, ticks="")
-    fig.update_yaxes(dtick=1, showgrid=False, showline=False, ticks="")
-    fig.update_yaxes(title=dict(text="layer"), row=1, col=1)
-    return _style(fig, 160 + 48 * n_layers)
+                        hovertemplate="layer %{y}, head %{x}: %{z:.2f} nats<extra></extra>", row=row, col=1)
+    # the colour bar under the maps, across them: beside them it took a phone's columns
+    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top, colorbar=dict(
+        title=dict(text="nats", side="right"), outlinewidth=0, orientation="h", thickness=12, x=0, xanchor="left",
+        len=1, y=-64 / (2 * panel_px + gap_px), yanchor="top")))
+    fig.update_annotations(x=0, xanchor="left", font_size=SUBPLOT_TITLE_SIZE)  # the titles from the left edge
+    fig.update_xaxes(dtick=1, showgrid=False, showline=False, ticks="")
+    fig.update_xaxes(title=dict(text="head"), row=2, col=1)
+    fig.update_yaxes(title=dict(text="layer"), dtick=1, showgrid=False, showline=False, ticks="")
+    fig = _style(fig, 2 * panel_px + gap_px + 60 + 110, top=60)
+    fig.update_layout(margin=dict(l=60, r=12, b=110))
+    return fig
 
 
 def entropy_comparison_text(

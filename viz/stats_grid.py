@@ -19,12 +19,16 @@ from viz.axes import bare_axis
 from viz.heatmaps import COLORSCALE
 from viz.vocab import KIND_LABELS, TEXT_COLOR, TRANSPARENT
 
-ROLE_SHORT = {  # cell text; the hover gives the full role
-    "EOS-sink": "EOS", "previous-token": "prev", "next-token": "next", "self": "self", "punctuation": "punct",
-    "alignment": "align", "broad": "broad", "mixed": "·", "no data": "",
+ROLE_SHORT = {  # cell text, a word each (escaped: plotly reads it as markup); the hover gives the full role
+    "EOS-sink": "EOS", "start-sink": "&lt;s&gt;", "previous-token": "prev", "next-token": "next", "self": "self",
+    "punctuation": "punct", "alignment": "align", "broad": "broad", "mixed": "mixed", "no data": "",
 }
 DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#b2182b"]]  # RdBu
 _CELL_PX, _PANEL_GAP_PX, _TOP_PX = 30, 46, 40
+CELL_TEXT_PX = 12  # presentation mode draws it at 16 px (assets/web/app.css)
+# The colour bar lies under the grids, across them: on a 390-px phone eight columns then keep ~34 px each, room
+# for a 12-px word ("broad", "mixed"); beside them it took ~60 px of the width.
+_BAR_PX = 64
 
 
 def _color_range(stat: str, values: np.ndarray) -> tuple[float, float, list]:
@@ -48,11 +52,12 @@ def stats_grid_spec(values: Mapping[str, np.ndarray], roles: Mapping[str, list[l
     n_layers, n_heads = values[kinds[0]].shape
     cmin, cmax, colorscale = _color_range(stat, np.stack([values[k] for k in kinds]))
     panel_px = n_layers * _CELL_PX
-    height = _TOP_PX + len(kinds) * (panel_px + _PANEL_GAP_PX)
+    plot_px = len(kinds) * (panel_px + _PANEL_GAP_PX)  # the y domains are fractions of it (inside the margins)
+    height = _TOP_PX + plot_px + _BAR_PX
     data, annotations, layout = [], [], {}
     for i, kind in enumerate(kinds):
-        top = _TOP_PX + i * (panel_px + _PANEL_GAP_PX) + _PANEL_GAP_PX - 8
-        y0, y1 = 1 - (top + panel_px) / height, 1 - top / height
+        top = i * (panel_px + _PANEL_GAP_PX) + _PANEL_GAP_PX - 8  # px below the plot area's top
+        y0, y1 = 1 - (top + panel_px) / plot_px, 1 - top / plot_px
         suffix = "" if i == 0 else str(i + 1)
         customdata = np.empty((n_layers, n_heads, 4), dtype=object)  # kind, layer, head, full role
         for layer in range(n_layers):
@@ -68,7 +73,7 @@ def stats_grid_spec(values: Mapping[str, np.ndarray], roles: Mapping[str, list[l
             coloraxis="coloraxis",
             text=[[ROLE_SHORT.get(r, r) for r in row] for row in roles[kind]],
             texttemplate="%{text}",
-            textfont=dict(size=11),
+            textfont=dict(size=CELL_TEXT_PX),
             customdata=customdata,
             xgap=2,
             ygap=2,
@@ -88,12 +93,13 @@ def stats_grid_spec(values: Mapping[str, np.ndarray], roles: Mapping[str, list[l
         title=dict(text=html.escape(title), x=0, xanchor="left", font=dict(size=14)),
         height=height,
         autosize=True,
-        margin=dict(l=8, r=8, t=_TOP_PX if title else 12, b=8),
+        margin=dict(l=8, r=8, t=_TOP_PX, b=_BAR_PX),
         paper_bgcolor=TRANSPARENT,
         plot_bgcolor=TRANSPARENT,
         font=dict(color=TEXT_COLOR, size=12),
         coloraxis=dict(cmin=cmin, cmax=cmax, colorscale=colorscale,
-                       colorbar=dict(title=dict(text=html.escape(stat), side="right"), thickness=12, outlinewidth=0)),
+                       colorbar=dict(title=dict(text=html.escape(stat), side="right"), thickness=12, outlinewidth=0,
+                                     orientation="h", x=0, xanchor="left", len=1, y=-12 / plot_px, yanchor="top")),
         annotations=annotations,
         template=dict(layout=dict(hovermode="closest")),
     )

@@ -11,6 +11,7 @@ Token display (``escape_token``), for raw SentencePiece pieces:
   (and "$...$" never reaches MathJax).
 
 ``plain_token``: a piece as the figures show it, unescaped again (for text that is escaped otherwise).
+``PIECE_NOTE`` and ``piece_example``: what the "·" means, with a word of the sentence ("eine ·m = einem").
 Free text (``escape_text``: titles, axis labels, hovers) gets the same control-character and entity treatment,
 without the SentencePiece rules. Markdown (``md_escape``): no emphasis, links, HTML or maths from the text itself.
 """
@@ -62,6 +63,28 @@ def _is_control(ch: str) -> bool:
 def plain_token(piece: str, max_len: int = 24) -> str:
     """A piece as the figures show it ("▁Haus" -> "Haus", "m" -> "·m"), as plain (unescaped) text, e.g. for Markdown."""
     return html.unescape(escape_token(piece, max_len))
+
+
+PIECE_NOTE = ("“·” marks a word piece that continues the word before it (the model reads SentencePiece pieces, "
+              "not words)")
+
+
+def piece_example(pieces: list[str] | tuple[str, ...]) -> str | None:
+    """The first word of ``pieces`` (raw SentencePiece pieces) that the figures show in pieces, as plain text:
+    "eine ·m = einem"; None when every piece is a whole word (or punctuation)."""
+    shown = [plain_token(p) for p in pieces]
+    for i, text in enumerate(shown):
+        if not (text.startswith("\u00b7") and i > 0 and not _SPECIAL.fullmatch(pieces[i - 1])):
+            continue
+        start = i - 1
+        while start > 0 and shown[start].startswith("\u00b7"):
+            start -= 1
+        end = i + 1
+        while end < len(shown) and shown[end].startswith("\u00b7"):
+            end += 1
+        word = "".join(p.replace(WORD_MARKER, "") for p in pieces[start:end])
+        return f"{' '.join(shown[start:end])} = {word}"
+    return None
 
 
 def escape_text(text: str) -> str:

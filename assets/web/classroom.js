@@ -1,37 +1,48 @@
 /* Made for the classroom: the view in the URL, presentation mode, the Copy link button, the chosen tile framed in the
    overview, and the close-up driven by the keyboard. Reads page.view (query parameter -> element id of each control
-   that holds the view: viz.views.attention.share), page.detail (the close-up's element id), page.copyLink (the Copy
-   link button's), page.overview and page.tileClick (the overview's tile message, see overview.js).
+   that holds the view: viz.views.attention.share), page.views (the same for each other tab's own view), page.labels
+   (a dropdown's label -> its value), page.detail (the close-up's element id), page.copyLink (the Copy link button's),
+   page.overview and page.tileClick (the overview's tile message, see overview.js).
 
    The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
-   reads them back when a link is opened: viz.views.attention.share). Written only once the first view has been
-   drawn, so an opened link is read before it is rewritten; other parameters (Gradio's __theme) are kept. */
+   reads them back when a link is opened: viz.views.attention.share), and the tab shown writes its own view over it
+   (page.views: Decoding's layer, head and step, Inside a head's query, …); another tab's own parameters go. Written
+   only once the first view has been drawn, so an opened link is read before it is rewritten; other parameters
+   (Gradio's __theme) are kept. */
 (page, {send, plotOf, layerOf, headOf}) => {
   const viewValue = (id) => {
     const root = document.getElementById(id);
     if (!root) return null;
     const radio = root.querySelector('input[type=radio]:checked');
     if (radio) return radio.value;
+    const group = root.querySelector('[data-testid=checkbox-group]');  // a CheckboxGroup: each box named by its value
+    if (group) return [...group.querySelectorAll('input[type=checkbox]:checked')].map((box) => box.name).join(',');
     const check = root.querySelector('input[type=checkbox]');
     if (check) return check.checked ? '1' : '';
     const box = root.querySelector('textarea, input[type=number], input[type=text], input:not([type])');
-    return box ? box.value : null;
+    if (!box) return null;
+    return box.type === 'text' && Object.hasOwn(page.labels, box.value) ? page.labels[box.value] : box.value;
   };
   const drawn = (id) => {
     const gd = plotOf(id);
     return !!(gd && gd.data && gd.data.length);
   };
-  let lastQuery = null;
+  const tabParams = new Set(Object.values(page.views).flatMap((view) => Object.keys(view)));
+  let lastQuery = null, ready = false;
   const syncView = () => {
     document.body.classList.toggle('attn-present', viewValue(page.view.present) === '1');
-    if (!drawn(page.detail)) return;
+    ready = ready || drawn(page.detail);  // (the close-up of a tab no longer shown stays in the page, drawn)
+    if (!ready) return;
     const query = new URLSearchParams(location.search);
-    for (const [param, id] of Object.entries(page.view)) {
+    const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');
+    const own = (tab && page.views[tab.dataset.tabId]) || {};
+    for (const param of tabParams) if (!(param in page.view) && !(param in own)) query.delete(param);
+    for (const [param, id] of [...Object.entries(page.view), ...Object.entries(own)]) {
       const v = viewValue(id);
       if (v === null) continue;
-      if (v.trim() === '') query.delete(param); else query.set(param, v);
+      const none = document.querySelector(`#${id} [data-testid=checkbox-group]`);  // no box checked: kept, as none
+      if (v.trim() === '' && !none) query.delete(param); else query.set(param, v);
     }
-    const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');
     if (tab) query.set('tab', tab.dataset.tabId);
     const text = query.toString();
     if (text !== lastQuery) {
@@ -75,7 +86,11 @@
       note.setAttribute('role', 'status');
       button.insertAdjacentElement('afterend', note);
     }
-    if (note) note.textContent = ok ? 'Link copied.' : 'Copy the link from the address bar.';
+    if (note) {  // shown over the page's foot (app.css), then gone
+      note.textContent = ok ? 'Link copied.' : 'Copy the link from the address bar.';
+      clearTimeout(note.hideTimer);
+      note.hideTimer = setTimeout(() => { note.textContent = ''; }, 4000);
+    }
   };
 
   // The chosen tile framed in the overview: the rows of its layer and the columns of its head (all heads for the mean),

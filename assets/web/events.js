@@ -6,6 +6,9 @@
   // The Decoding tab's ◀ Previous and Next ▶ (and the arrow keys, assets/web/decoding.js): one step back or on.
   stepPrev: (step) => Math.max(1, step - 1),
   stepNext: (step) => Math.min(Number(document.querySelector('#decode-step input[type=range]').max), step + 1),
+  // A step, or its Reveal, drawn from every step's view the page holds (assets/web/decoding.js): no round trip.
+  decodeStep: (frames, step, predict) => window.attnDecodeStep(frames, step, !predict),
+  decodeReveal: (frames, step) => window.attnDecodeStep(frames, step, true).slice(0, 3),
   // A message shown at once: a sentence typed but not yet run (the figures still show the last run).
   show: (message) => message,
   // The alignment view is out of date: assets/web/lines.js asks for it again once it is on screen.

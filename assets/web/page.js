@@ -42,5 +42,53 @@
     });
   };
 
-  return {send, plotOf, layerOf, headOf, onChange, eachPlot};
+  // SVG references that survive a change of the page's URL. Under a <base href> (Gradio's page has one) plotly writes
+  // each gradient (a colour bar), pattern (the Decoding tab's hatching) and clip path as url('<the page's URL>#id'),
+  // the URL read once per plot (its private gd._context._baseUrl, plotly 3.x: no public setting). Once the page
+  // rewrites its URL (history.replaceState: the view in the link, classroom.js), that reference names another
+  // document and the browser draws nothing (a colour bar without its colours, bars without hatching). So every change
+  // of the URL, whoever makes it, points every plot's references, and plotly's own for later draws, at the URL now.
+  const pageUrl = () => location.href.split('#')[0];
+  const REFS = /url\((["']?)([^"')]*)#([^"')]+)\1\)/g;
+  const REF_PROPS = ['fill', 'stroke', 'clip-path', 'mask', 'filter'];
+  const repoint = () => {
+    const now = pageUrl(), quoted = now.replace(/["\\]/g, '\\$&');
+    const fix = (value) => value && value.replace(REFS, (ref, q, url, id) => (url && url !== now
+      ? `url("${quoted}#${id}")` : ref));
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      const context = gd._context;
+      if (!context || !context._baseUrl || context._baseUrl === now) return;
+      context._baseUrl = now;
+      gd.querySelectorAll(REF_PROPS.map((p) => `[${p}*="url("]`).concat('[style*="url("]').join(',')).forEach((el) => {
+        for (const p of REF_PROPS) {
+          const attr = el.getAttribute(p), style = el.style.getPropertyValue(p);
+          if (attr && fix(attr) !== attr) el.setAttribute(p, fix(attr));
+          if (style && fix(style) !== style) el.style.setProperty(p, fix(style));
+        }
+      });
+    });
+  };
+  for (const name of ['pushState', 'replaceState']) {
+    const change = history[name];
+    history[name] = function (...args) {
+      const result = change.apply(this, args);
+      repoint();
+      return result;
+    };
+  }
+  window.addEventListener('popstate', repoint);
+
+  // A view the server sent as its changes from another one the page holds (viz.views.outputs.changes): a copy of
+  // base with each [path, value] set and each [path] deleted.
+  const applyChanges = (base, changes) => {
+    const root = {view: structuredClone(base)};
+    for (const [path, ...value] of changes) {
+      const keys = ['view', ...path], last = keys.pop();
+      const at = keys.reduce((node, key) => node[key], root);
+      if (value.length) at[last] = value[0]; else delete at[last];
+    }
+    return root.view;
+  };
+
+  return {send, plotOf, layerOf, headOf, onChange, eachPlot, applyChanges};
 }

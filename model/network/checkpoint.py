@@ -1,7 +1,8 @@
 """Model folders: ``config.json`` + ``model.safetensors`` (+ ``tokenizer.model``). Nothing is unpickled.
 
 Every fault (missing folder or file, corrupt file, implausible config values, weights or tokenizer that do not
-fit the config) is one ``CheckpointError`` whose message is one line: the file, the fault, what to do.
+fit the config, a config too small for the app's inputs: ``check_servable``) is one ``CheckpointError`` whose
+message is one line: the file, the fault, what to do.
 Config values and the weights' shapes are checked *before* anything is allocated.
 """
 
@@ -19,6 +20,7 @@ from model.network.config import TransformerConfig
 from model.network.params import parameter_breakdown, state_dict_shapes
 from model.network.tokenizer import Tokenizer
 from model.network.transformer import EncoderDecoder
+from model.terms import MAX_TOKENS
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.model"
 # Parameters plus the positional table, as float32: 8 GiB. Far beyond any model here; a config asking for more
@@ -74,6 +76,17 @@ def load_config(folder: str | Path) -> TransformerConfig:
             f"this loader accepts; fix the value or {REEXPORT}"
         )
     return cfg
+
+
+def check_servable(cfg: TransformerConfig, folder: str | Path) -> None:
+    """``cfg`` fits what the app asks of a model: positions for a sentence and its translation at the input limit
+    (``MAX_TOKENS`` tokens each, EOS included). A smaller ``max_len`` would cut every sentence to it (``max_len: 2``
+    served one-word translations); one ``CheckpointError``."""
+    if cfg.max_len < MAX_TOKENS:
+        raise CheckpointError(
+            f"{Path(folder) / CONFIG_FILE}: max_len={cfg.max_len} is below the app's input limit of {MAX_TOKENS} "
+            f"tokens (a sentence and its translation need that many positions); fix the value or {REEXPORT}"
+        )
 
 
 def check_shapes(cfg: TransformerConfig, shapes: dict[str, tuple[int, ...]], path: Path) -> None:

@@ -100,7 +100,8 @@ PAPER_BIG = TransformerConfig(vocab_size=37000, d_model=1024, n_heads=16, d_ff=4
 # What we ship: N=6, h=8 like the paper, narrow enough to train on two CPU cores.
 MULTI30K_SMALL = TransformerConfig(vocab_size=8000, d_model=192, n_heads=8, d_ff=768, n_layers=6, dropout=0.1)
 # For tests: seconds on a CPU.
-TINY = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, max_len=64)
+# max_len: the app's input limit (MAX_TOKENS) needs that many positions (model.network.checkpoint.check_servable)
+TINY = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, max_len=128)
 
 PRESETS: dict[str, TransformerConfig] = {
     "paper_base": PAPER_BASE,

@@ -11,11 +11,14 @@ from torch import Tensor
 
 from model.network.heads import check_head_mask
 from model.network.transformer import AttentionMaps, EncoderDecoder
+from model.terms import MAX_TOKENS
 
 
 def max_output_length(src_len: int, model: EncoderDecoder) -> int:
-    """Longest output we generate for a source of ``src_len`` tokens (EOS included)."""
-    return min(int(1.5 * src_len) + 10, model.cfg.max_len - 1)
+    """Longest output we generate for a source of ``src_len`` tokens (EOS included): 1.5 × the source + 10, and
+    never more than ``MAX_TOKENS``, the limit of a given translation (no Multi30k sentence comes near it: the
+    longest, 52 tokens, may produce 89). It bounds every answer's maps at 100 × 100 tokens a kind."""
+    return min(int(1.5 * src_len) + 10, MAX_TOKENS, model.cfg.max_len - 1)
 
 
 def padded(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str | None = None) -> Tensor:

@@ -41,7 +41,7 @@ def parse_head(spec, n_layers: int, n_heads: int) -> tuple[str, int, int]:
     """``"kind:layer:head"`` (1-based) -> (kind, layer, head) 0-based, or a ValueError that says what is wrong
     (quoting at most the first 40 characters of what was sent)."""
     if not isinstance(spec, str):
-        raise ValueError(f"a head must be a string {HEAD_FORMAT!r}, got {type(spec).__name__} {_cut(spec)}")
+        raise ValueError(f"a head must be a string {HEAD_FORMAT!r}, got {_json_cut(spec)}")
     shown = _cut(spec)
     parts = spec.strip().split(":")
     example = f"e.g. 'cross:{n_layers}:1'"
@@ -63,6 +63,15 @@ def _cut(value, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _json_cut(value, limit: int = 40) -> str:
+    """A value that is no string as a message quotes it: its JSON spelling (null, 3, [1]), cut to ``limit``."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = type(value).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def parse_heads(specs, n_layers: int, n_heads: int) -> list[tuple[str, int, int]]:
     """A list of head names (or one string of them separated by commas or spaces) -> sorted unique 0-based
     (kind, layer, head) triples. None or an empty list: no head."""
@@ -71,7 +80,7 @@ def parse_heads(specs, n_layers: int, n_heads: int) -> list[tuple[str, int, int]
     if isinstance(specs, str):
         specs = [s for s in re.split(r"[\s,]+", specs) if s]
     if not isinstance(specs, (list, tuple)):
-        raise ValueError(f"heads must be a list of {HEAD_FORMAT!r} strings, got {type(specs).__name__}")
+        raise ValueError(f"heads must be a list of {HEAD_FORMAT!r} strings, got {_json_cut(specs)}")
     heads = {parse_head(s, n_layers, n_heads) for s in specs}
     return sorted(heads, key=lambda h: (KINDS.index(h[0]), h[1], h[2]))
 

@@ -196,7 +196,7 @@ class RoleThresholds:
 
     # A Multi30k row sees ~16 keys, so chance puts ~6% on any one of them: 40% on one relative position is
     # a clear specialisation, though below the "majority" of the literature's pruned 512-wide models.
-    eos_sink: float = 0.4  # eos >= this: EOS-sink
+    eos_sink: float = 0.4  # eos >= this: EOS-sink (decoder self-attention: start-sink)
     previous: float = 0.4  # previous >= this: previous-token
     next: float = 0.4  # next >= this: next-token
     self: float = 0.4  # self >= this: self
@@ -206,7 +206,8 @@ class RoleThresholds:
 
 
 ROLE_THRESHOLDS = RoleThresholds()
-ROLES = ("EOS-sink", "previous-token", "next-token", "self", "punctuation", "alignment", "broad", "mixed")
+EOS_SINK, START_SINK = "EOS-sink", "start-sink"  # most weight on </s>; in decoder self-attention, on <s>
+ROLES = (EOS_SINK, START_SINK, "previous-token", "next-token", "self", "punctuation", "alignment", "broad", "mixed")
 NO_DATA = "no data"
 
 
@@ -220,7 +221,7 @@ def role_of(kind: str, means: dict[str, float], th: RoleThresholds = ROLE_THRESH
     if np.isnan(means.get("eos", float("nan"))):
         return NO_DATA
     rules = (
-        ("EOS-sink", at_least("eos", th.eos_sink)),
+        (START_SINK if kind == "decoder_self" else EOS_SINK, at_least("eos", th.eos_sink)),
         ("previous-token", at_least("previous", th.previous)),
         ("next-token", at_least("next", th.next)),
         ("self", at_least("self", th.self)),
@@ -231,14 +232,21 @@ def role_of(kind: str, means: dict[str, float], th: RoleThresholds = ROLE_THRESH
     return next((role for role, met in rules if met), "mixed")
 
 
+def role_name(kind: str, role: str) -> str:
+    """A role as ``role_of`` names it now: records written before the start-sink had its name (the lab's
+    time-lapse) call a decoder self-attention head on ``<s>`` an EOS-sink."""
+    return START_SINK if kind == "decoder_self" and role == EOS_SINK else role
+
+
 def role_rule_markdown(th: RoleThresholds = ROLE_THRESHOLDS) -> str:
     """The rule ``role_of`` applies, as Markdown for the page (numbers from ``th``)."""
     return "\n".join([
         "A head gets the **first** role whose condition its mean statistics meet (means over the rows of the "
         "sentence, or of all the sample's sentences):",
         "",
-        f"1. **EOS-sink**: at least {th.eos_sink:.0%} of its weight on EOS `</s>` (in decoder self-attention, "
-        "on `<s>`, the one special key every row sees): a no-op head parks its attention there (Clark et al. 2019).",
+        f"1. **EOS-sink**: at least {th.eos_sink:.0%} of its weight on EOS `</s>`; in decoder self-attention, "
+        "whose keys hold no EOS, on the start token `<s>`, the one special key every row sees: a **start-sink**. "
+        "A no-op head parks its attention there (Clark et al. 2019).",
         f"2. **previous-token**: at least {th.previous:.0%} on the token just before the query (self-attention).",
         f"3. **next-token**: at least {th.next:.0%} on the token just after it (encoder self-attention).",
         f"4. **self**: at least {th.self:.0%} on the query token itself (self-attention).",

@@ -10,8 +10,9 @@ weights one piece at a time, for one query position:
     layer_output = LayerNorm(x + Sublayer(x))        (post-LN, §3.1; sub-layer dropout is off in eval)
 
 ``factor`` replaces the scale in this one sub-layer (all its heads) and nowhere else, so x, q, K and V
-are the trained model's whatever the factor. Footnote 4 on this head: the same raw scores scaled as
-trained, unscaled (× 1) and by the factor; the std of q·k over the allowed keys against √d_k.
+are the trained model's whatever the factor. Footnote 4 on this head: the same raw scores scaled three ways —
+as trained, unscaled (× 1), and by the factor (without one, "scaled twice", × 1/d_k: flatter than trained, as
+× 1 is sharper); the std of q·k over the allowed keys against √d_k.
 
 Contributions (Kobayashi et al., 2020, "Attention is not only a weight"): key j moves the output by
 α_j · v_j W^O_i, W^O_i being the d_v rows of W^O that head i's slice of the Concat meets. Since α_j is a
@@ -76,7 +77,7 @@ class HeadInside:
     layer_output: np.ndarray  # (d_model,) LayerNorm(x + Sublayer(x))
     value_norms: np.ndarray  # (n,) ‖v_j W^O_i‖
     contributions: np.ndarray  # (n,) ‖α_j v_j W^O_i‖
-    scale_cases: list[ScaleCase] = field(default_factory=list)  # trained, × 1, [factor]
+    scale_cases: list[ScaleCase] = field(default_factory=list)  # trained, × 1, the factor (or × 1/d_k)
 
     @property
     def query_token(self) -> str:
@@ -291,10 +292,10 @@ def inside_head(
     value_norms = _value_norms(mha, v)[i]  # (n,)
 
     raw, mask_np = _np(scores[i]), masked.cpu().numpy()
+    third = (_case(f"factor: × {factor:.3g}", factor, raw, mask_np) if factor is not None else
+             _case(f"scaled twice: × 1/d_k = {cfg.scale ** 2:.3g}", cfg.scale ** 2, raw, mask_np))
     cases = [_case(f"trained: × 1/√d_k = {cfg.scale:.3g}", cfg.scale, raw, mask_np),
-             _case("unscaled: × 1", 1.0, raw, mask_np)]
-    if factor is not None:
-        cases.append(_case(f"factor: × {factor:.3g}", factor, raw, mask_np))
+             _case("unscaled: × 1", 1.0, raw, mask_np), third]
     return HeadInside(
         kind=kind, layer=layer, head=head, query=query, query_tokens=list(q_tokens), key_tokens=list(k_tokens),
         sentence=s, x=_np(x), x_kv=_np(x_kv), q=_np(q[i]), k=_np(k[i]), v=_np(v[i]), scores=raw,

@@ -24,8 +24,11 @@ import numpy as np
 from model.network.inference import AttentionResult, Translator, clean_text
 from model.probes.ablation import AblationResult, ablate, head_name, parse_heads
 from model.probes.analysis import HeadStats, sample_head_stats
+from model.probes.domain import Calibration, DomainCheck
+from model.probes.domain import check as domain_check
 from model.probes.forcing import TokenProbs, token_probs
 from model.probes.inside import HeadInside, contribution_maps, inside_head
+from model.probes.matrices import Footnote4Pick, HeadMatrices, footnote4_pick, head_matrices
 from model.probes.replay import LayerInputs, Sentence, layer_inputs, sentence_of
 from model.probes.steps import DecodeSteps, decode_steps
 from model.serving.batching import BatchedTranslator, BatchSettings
@@ -84,7 +87,7 @@ class Runs:
     model (``MODEL_RUNS``: with ``gpu``, each is wrapped in it once, here)."""
 
     MODEL_RUNS = ("_attention", "_translate", "_steps", "_probs", "_inside", "_contributions", "_layer_inputs",
-                  "_ablate", "_sample_stats", "_lab_attention")
+                  "_ablate", "_sample_stats", "_lab_attention", "_matrices", "_footnote4_pick", "_domain")
 
     def __init__(self, translator: Translator, gpu: Callable | None = None, cache: ByteLRU | None = None,
                  batching: BatchSettings | None = None, lab: Lab | None = None):
@@ -96,6 +99,7 @@ class Runs:
                         if batching.enabled and gpu is None else None)
         self._model = self.batched or translator  # the same attention() and translate()
         self.toy_device = "cpu" if gpu else translator.device
+        self.calibration = Calibration.load(translator.folder)  # the "far from the captions" rule, if calibrated
         if gpu is not None:
             for name in self.MODEL_RUNS:
                 setattr(self, name, gpu(getattr(self, name)))
@@ -115,6 +119,12 @@ class Runs:
         """``Translator.attention(text, target, scale)``, cached."""
         return self.result(AttentionKey.of(text, target, scale))
 
+    def attention_json(self, text: str, target: str | None = None, scale: float | None = None) -> bytes:
+        """``attention(text, target, scale)`` as its JSON text (``AttentionResult.to_json_bytes``): serialised once
+        per result, then shared by every request for it from the same cache (~10.5 MB at 100 tokens a side)."""
+        key = AttentionKey.of(text, target, scale)
+        return self.cached(("attention_json", *key), lambda: self.result(key).to_json_bytes())
+
     def session(self, text: str, target: str | None = None,
                 scale: float | None = None) -> tuple[SessionResult, AttentionResult]:
         """This run's result, and what a session's gr.State keeps of it (the key)."""
@@ -133,6 +143,21 @@ class Runs:
             return self.attention(text)
         self.lab.check_live(run)
         return self.cached(("lab", run, text), lambda: self._lab_attention(text, run))
+
+    def lab_attention_json(self, text: str, run: str) -> bytes:
+        """``lab_attention(text, run)`` as its JSON text, with "run" last; serialised once, as ``attention_json``."""
+        if run != SHIPPED:
+            self.lab.check_live(run)  # a bad name: its message, before anything runs
+        text = clean_text(text)
+        return self.cached(("lab_json", run, text), lambda: self.lab_attention(text, run).to_json_bytes(run=run))
+
+    def domain(self, text: str) -> DomainCheck | None:
+        """The model's own translation of ``text`` against the "far from the captions" rule
+        (``model.probes.domain``), cached per sentence; None where the model folder has no calibration."""
+        if self.calibration is None:
+            return None
+        text = clean_text(text)
+        return self.cached(("domain", text), lambda: self._domain(self.trained(text)))
 
     def translate(self, text: str, beam: int) -> str:
         return self.cached(("translate", clean_text(text), beam), lambda: self._translate(text, beam))
@@ -156,6 +181,19 @@ class Runs:
         sentence = sentence_of(self.translator, result)
         inputs = self.layer_inputs(sentence, kind)
         return self._inside(sentence, kind, layer, head, query, factor, inputs)
+
+    def inside_matrices(self, result: AttentionResult, kind: str, layer, head, factor=None) -> HeadMatrices:
+        """One head's whole matrices, every query at once (``model.probes.matrices.head_matrices``), from the cached
+        layer inputs as ``inside_head``."""
+        sentence = sentence_of(self.translator, result)
+        return self._matrices(sentence, kind, layer, head, factor, self.layer_inputs(sentence, kind))
+
+    def footnote4_pick(self, result: AttentionResult, kind: str) -> Footnote4Pick:
+        """The head and query where footnote 4 shows best on ``result``'s sentence (``model.probes.matrices``),
+        cached per sentence and kind."""
+        sentence = sentence_of(self.translator, result)
+        return self.cached(("footnote4_pick", sentence, kind),
+                           lambda: self._footnote4_pick(sentence, kind, self.layer_inputs(sentence, kind)))
 
     def layer_inputs(self, sentence: Sentence, kind: str) -> LayerInputs:
         """``model.probes.replay.layer_inputs`` for all layers, cached: ~(Q + n) · d_model · 4 bytes a layer."""
@@ -210,6 +248,15 @@ class Runs:
 
     def _inside(self, sentence: Sentence, kind: str, layer, head, query, factor, inputs: LayerInputs) -> HeadInside:
         return inside_head(self.translator, sentence, None, kind, layer, head, query, factor, inputs)
+
+    def _matrices(self, sentence: Sentence, kind: str, layer, head, factor, inputs: LayerInputs) -> HeadMatrices:
+        return head_matrices(self.translator, sentence, None, kind, layer, head, factor, inputs)
+
+    def _footnote4_pick(self, sentence: Sentence, kind: str, inputs: LayerInputs) -> Footnote4Pick:
+        return footnote4_pick(self.translator, sentence, None, kind, inputs)
+
+    def _domain(self, result: AttentionResult) -> DomainCheck:
+        return domain_check(self.translator, self.calibration, result)
 
     def _contributions(self, sentence: Sentence, kind: str) -> np.ndarray:
         return contribution_maps(self.translator, sentence, kind)

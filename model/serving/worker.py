@@ -205,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
 
             from model.network.inference import Translator
             from model.serving.batches import run_batch
+            from model.serving.cache import fixed_mmap_threshold
 
+            fixed_mmap_threshold()  # a batch's maps go back to the system once sent, as in the server
             if args.device.startswith("cpu"):
                 torch.set_num_threads(args.threads)
             translator = Translator(args.model, device=args.device)

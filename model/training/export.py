@@ -139,7 +139,8 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         "## Intended use and limits",
         "",
         "Teaching and exploring attention. It translates short, literal image descriptions well and",
-        "everyday sentences outside that domain poorly: Multi30k is small and narrow.",
+        "everyday sentences outside that domain poorly: Multi30k is small and narrow (examples, and the rule by",
+        "which the app says so beside a translation: “What the model is bad at”, `python -m model.domain --card`).",
         "Multi30k derives from Flickr30k: for non-commercial research and educational use.",
         "",
         "## Citation",
@@ -150,6 +151,24 @@ def model_card(cfg, log: list[dict], args: dict, averaged: list[str], bleu: dict
         "",
     ]
     return "\n".join(lines)
+
+
+KEPT = ("limits", "lab")  # the card's sections other commands write (model.domain --card, model.lab export)
+
+
+def kept_sections(old: str, new: str) -> str:
+    """``new`` with the sections of the ``old`` card that other commands wrote (``<!-- name: start -->`` … ``end``):
+    each in its old place before "## Citation" (limits) or at the end (the lab)."""
+    for name in KEPT:
+        start, end = f"<!-- {name}: start -->", f"<!-- {name}: end -->"
+        if start not in old or end not in old or start in new:
+            continue
+        part = old[old.index(start): old.index(end) + len(end)]
+        if name == "limits" and "## Citation" in new:
+            new = new.replace("## Citation", part + "\n\n## Citation", 1)
+        else:
+            new = new.rstrip("\n") + "\n\n" + part + "\n"
+    return new
 
 
 @command
@@ -175,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         save_model(model, args.out, dtype=torch.float16)
         (args.out / TOKENIZER_FILE).write_bytes((args.run / TOKENIZER_FILE).read_bytes())
     card = model_card(cfg, log, trainer["args"], averaged, bleu, tokenizer.byte_fallback)
-    (args.out / CARD).write_text(card, encoding="utf-8")
+    old = args.out / CARD
+    (args.out / CARD).write_text(kept_sections(old.read_text(encoding="utf-8") if old.is_file() else "", card),
+                                 encoding="utf-8")
     print(f"wrote {args.out} (averaged {', '.join(averaged)})")
     return 0
 

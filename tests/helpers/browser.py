@@ -122,8 +122,8 @@ def wait_tab(page: Page, name: str) -> None:
 
 
 def select_any_tab(page: Page, name: str, shown: str) -> None:
-    """Like ``select_tab``, also on a phone, where tabs beyond the first fold into a "More tabs" menu; waits until
-    the element ``shown`` (a selector inside the tab) is visible."""
+    """Like ``select_tab``, also on a phone (the tab names wrap there; Gradio's "More tabs" menu, should the tabs
+    ever fold into one, is tried too); waits until the element ``shown`` (a selector inside the tab) is visible."""
     tab = page.get_by_role("tab", name=name)
     if tab.count() and tab.first.is_visible():
         tab.first.click()

@@ -63,6 +63,81 @@ def assert_layout_without_overlaps(page: Page, width: int) -> None:
     assert smallest >= 8, smallest
 
 
+# The open tab as drawn on a phone: what is wrong with it, as a list of lines (empty when nothing is). Every figure's
+# text (titles, labels, legends, cell text; the hover aside) inside its figure and the screen and clear of the
+# figure's other text; no text of the page clipped by its box; nothing wider than the screen; every figure as wide
+# as the tab (stacked, never squeezed beside a table or another figure); and no blank stretch longer than half a
+# screen between two drawn things (text, inputs, images, a trace's marks). Plotly's hover layer is left out.
+PHONE_PROBLEMS = """() => {
+    const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.offsetParent);
+    const problems = [], W = document.documentElement.clientWidth, H = window.innerHeight;
+    const shown = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    // a text's box as drawn (turned with it: slanted tick labels), 1 px in from each side, and whether two such
+    // boxes meet (no axis of either box separates them)
+    const quad = (t) => {
+        const b = t.getBBox(), m = t.getScreenCTM(), p = t.ownerSVGElement.createSVGPoint();
+        return [[b.x + 1, b.y + 1], [b.x + b.width - 1, b.y + 1], [b.x + b.width - 1, b.y + b.height - 1],
+                [b.x + 1, b.y + b.height - 1]].map(([x, y]) => { p.x = x; p.y = y; const q = p.matrixTransform(m);
+                                                                return [q.x, q.y]; });
+    };
+    const hit = (a, b) => {
+        for (const poly of [a, b]) for (let i = 0; i < 4; i++) {
+            const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2;
+            const along = (q) => q.map(([x, y]) => x * nx + y * ny);
+            const pa = along(a), pb = along(b);
+            if (Math.max(...pa) <= Math.min(...pb) || Math.max(...pb) <= Math.min(...pa)) return false;
+        }
+        return true;
+    };
+    const where = (e) => e.closest('[id]:not(.js-plotly-plot)')?.id || '?';
+    const width = panel.getBoundingClientRect().width;
+    for (const gd of panel.querySelectorAll('.js-plotly-plot')) {
+        if (!shown(gd)) continue;
+        const box = gd.querySelector('.main-svg').getBoundingClientRect();
+        if (box.width < 0.85 * width) problems.push(`${where(gd)}: squeezed: ${Math.round(box.width)} of ${width} px`);
+        const texts = [...gd.querySelectorAll('.main-svg text')]
+            .filter((t) => !t.closest('.hoverlayer') && t.textContent.trim() && shown(t)
+                    && getComputedStyle(t).visibility !== 'hidden')
+            .map((t) => ({text: t.textContent.trim().slice(0, 40), r: t.getBoundingClientRect(), q: quad(t)}));
+        for (const t of texts)
+            if (t.r.left < box.left - 1 || t.r.right > box.right + 1 || t.r.right > W + 1 || t.r.left < -1)
+                problems.push(`${where(gd)}: cut: "${t.text}"`);
+        for (let i = 0; i < texts.length; i++)
+            for (let j = i + 1; j < texts.length; j++)
+                if (hit(texts[i].q, texts[j].q))
+                    problems.push(`${where(gd)}: "${texts[i].text}" over "${texts[j].text}"`);
+    }
+    for (const e of panel.querySelectorAll('*')) {
+        if (!shown(e) || e.closest('.js-plotly-plot') || e.matches('input, textarea, select')) continue;
+        if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+        const cs = getComputedStyle(e);
+        if ((cs.textOverflow === 'ellipsis' || cs.overflowX === 'hidden') && e.scrollWidth > e.clientWidth + 1)
+            problems.push(`text cut: "${e.textContent.trim().slice(0, 50)}"`);
+    }
+    if (document.documentElement.scrollWidth > W + 1)
+        problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px`);
+    const marks = [];
+    const walker = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (!n.textContent.trim()) continue;
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        marks.push(...[...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0));
+    }
+    const drawn = 'input, textarea, button, img, canvas, svg image, .trace path, .trace rect, .shapelayer path,'
+        + ' svg rect';
+    marks.push(...[...panel.querySelectorAll(drawn)].map((e) => e.getBoundingClientRect()).filter((r) => r.height > 0));
+    marks.sort((a, b) => a.top - b.top);
+    let reach = panel.getBoundingClientRect().top;
+    for (const r of marks) {
+        if (r.top - reach > H / 2)
+            problems.push(`${Math.round(r.top - reach)} px blank at ${Math.round(reach + scrollY)}`);
+        reach = Math.max(reach, r.bottom);
+    }
+    return problems;
+}"""
+
+
 def run_long_sentence(page: Page) -> None:
     """Run the long sentence on the Attention tab of a page already open; until its close-up is drawn and still."""
     page.fill("#source textarea", LONG)

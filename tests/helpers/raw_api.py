@@ -2,7 +2,8 @@
 ``serve``.
 
 ``RawClient.call`` is Gradio's queue protocol by hand: POST ``/gradio_api/call/<name>`` with
-``{"data": [...], "session_hash": ...}``, then GET the event's SSE stream. JSON is written with NaN and ±Infinity
+``{"data": [...], "session_hash": ...}``, then GET the event's SSE stream; ``RawClient.join`` calls any event, a
+page-only one too, by its ``fn_index`` as the page does. JSON is written with NaN and ±Infinity
 allowed, as any client may send them. ``api_info`` and ``arguments`` read the app's own description of its
 endpoints, so that a call is valid but for what a test changes.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.request
 import uuid
 from dataclasses import dataclass
@@ -84,6 +86,28 @@ class RawClient:
             elif line.startswith("data:") and event in ("complete", "error"):
                 return Answer(event, json.loads(line[5:].strip()), raw)
         raise AssertionError(f"/{name}: no complete or error event in {raw[:300]!r}")
+
+    def join(self, fn_index: int, data: list) -> Answer:
+        """Call the event ``fn_index`` as the page does (POST /gradio_api/queue/join, then the session's SSE
+        stream /gradio_api/queue/data): page-only events too."""
+        body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": self.session_hash,
+                           "event_data": None, "trigger_id": None}).encode()  # NaN, Infinity allowed
+        for _ in range(30):  # a visitor's share of the queue is bounded (viz.ui.limits): 429, try again after a while
+            status, answer = self.request("POST", "/gradio_api/queue/join", body, {"Content-Type": "application/json"})
+            if status != 429:
+                break
+            time.sleep(1.0)
+        assert status == 200, (fn_index, status, answer[:300])
+        status, raw = self.request("GET", f"/gradio_api/queue/data?session_hash={self.session_hash}")
+        assert status == 200, (fn_index, status, raw[:300])
+        for line in raw.decode("utf-8").splitlines():
+            message = json.loads(line[5:]) if line.startswith("data:") else {}
+            if message.get("msg") == "process_completed":
+                output = message.get("output") or {}
+                if message.get("success"):
+                    return Answer("complete", output.get("data"), raw)
+                return Answer("error", output, raw)
+        raise AssertionError(f"event {fn_index}: no process_completed in {raw[:300]!r}")
 
     def close(self) -> None:
         self.conn.close()

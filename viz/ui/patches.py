@@ -1,16 +1,21 @@
 """Where the app works around Gradio's internals, each named with the Gradio behaviour it changes and the version it
 was written against (gradio 6.31.0). A Gradio upgrade should start here: tests/test_views_page.py and
-tests/test_memory.py fail should these stop holding."""
+tests/test_memory.py fail should these stop holding. The queue, the logs and the web server Gradio starts are changed
+in modules of their own, alike: viz/ui/limits.py, viz/ui/logs.py, viz/ui/server.py (tests/test_fair_queue.py,
+tests/test_server_limits.py)."""
 
 from __future__ import annotations
 
 import datetime
+import html
 import os
 from copy import copy
 from typing import Any
 
 import gradio as gr
 import gradio.state_holder as state_holder
+
+from viz.ui import values
 
 
 def progress_on_components(demo: gr.Blocks) -> None:
@@ -67,3 +72,31 @@ def lean_sessions() -> None:
     """New sessions keep no copy of every component and value (``LeanSessionState``). Gradio 6.31.0 makes each
     session through the module-level name ``gradio.state_holder.SessionState``; this replaces it, for the process."""
     state_holder.SessionState = LeanSessionState
+
+
+def answer_every_value(demo: gr.Blocks) -> None:
+    """Every value of every event, page-only ones included, answered with a message where it cannot be used
+    (``viz.ui.values``): too few or too many values, and a value its component would never send.
+
+    Gradio 6.31.0 reads an event's values in ``Blocks.preprocess_data``: too few raise a plain ValueError (an error
+    without a message: the app does not show Python's exceptions), too many are dropped silently, and a component
+    that cannot read a value fails with Python's words or none. This checks them first and raises a ``gr.Error``
+    (its message reaches the client, as text: ``escape_message``)."""
+    read = demo.preprocess_data
+
+    async def preprocess_data(block_fn, inputs, state, explicit_call=False):
+        try:
+            values.check_count(block_fn, inputs)
+            blocks = state.blocks_config.blocks if state is not None else {}
+            values.check_values(block_fn, inputs, blocks)
+        except ValueError as exc:
+            raise gr.Error(escape_message(str(exc))) from None
+        return await read(block_fn, inputs, state, explicit_call)
+
+    demo.preprocess_data = preprocess_data
+
+
+def escape_message(message: str) -> str:
+    """A message as Gradio 6.31.0 shows it: its error and warning popups render the message as HTML (a link typed
+    into a box and quoted back would be live), so the message's text is escaped."""
+    return html.escape(message, quote=False)

@@ -6,19 +6,25 @@ components several tabs build alike. The tab modules (``viz.ui.tabs``) import th
 from __future__ import annotations
 
 import functools
+import html
 import inspect
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Any
 
 import gradio as gr
+import orjson
 from gradio.components.plot import PlotData
 
 from model.serving.runs import Runs, SessionResult
+from viz.text import md_escape
+from viz.ui.patches import escape_message
 from viz.views import reading
 from viz.views.attention import maps
-from viz.views.outputs import Figure, Update
+from viz.views.outputs import SKIP, Figure, JSONText, Update
 from viz.views.page import WEB
 from viz.vocab import MAX_CHARS
 
@@ -26,6 +32,7 @@ from viz.vocab import MAX_CHARS
 # takes more than one of the workers the other requests share (its page events and /ablate share the queue).
 ABLATIONS = {"concurrency_id": "ablate", "concurrency_limit": 1}
 PRIVATE = {"api_visibility": "private"}  # the page's own events: no endpoint
+STALE = "*The figures still show the last good run.*"  # the end of a notice (page_and_api)
 
 
 @dataclass
@@ -36,6 +43,14 @@ class Page:
     demo: gr.Blocks
     tabs: gr.Tabs  # a presenter opens a tab by id: Update(selected="attention")
     result: gr.State  # the session's SessionResult (a key; listener hands presenters its AttentionResult), or None
+    # A link (viz.views.attention.share): the Attention tab opens its view as the page loads (``opened``, that event)
+    # and keeps the parsed link (``link``, a share.View); the tabs with a view of their own in it take their part after
+    # that event and open themselves (``on_link``: ``linked``, by tab id), with the values they allow
+    # (``link_choices``).
+    link: gr.State | None = None
+    opened: Any = None
+    linked: dict[str, tuple] = field(default_factory=dict)
+    link_choices: dict[str, Sequence[str]] = field(default_factory=dict)
 
 
 class AttentionView(SimpleNamespace):
@@ -48,14 +63,15 @@ def listener(present, *args, **kwargs):
     """``present`` as a Gradio listener, ``args``/``kwargs`` bound first (like functools.partial). It gets the
     session's AttentionResult for its ``SessionResult`` (the gr.State keeps a key into the byte-bounded cache); a
     ``Figure`` it returns becomes a gr.Plot value, an ``Update`` a gr.update (``SKIP``: no change); a ValueError
-    (bad input, an empty sentence) reaches the user as its message, never as a traceback."""
+    (bad input, an empty sentence) reaches the user as its message (as text: ``escape_message``), never as a
+    traceback."""
     fn = functools.partial(present, *args, **kwargs) if args or kwargs else present
 
     def run(*inputs):
         try:
             out = fn(*(value.get() if isinstance(value, SessionResult) else value for value in inputs))
         except ValueError as exc:
-            raise gr.Error(str(exc)) from None
+            raise gr.Error(escape_message(str(exc))) from None
         return tuple(map(_shown, out)) if isinstance(out, tuple) else _shown(out)
 
     functools.update_wrapper(run, present)  # its name and docstring (the API page shows them)
@@ -70,9 +86,11 @@ def listener(present, *args, **kwargs):
 def _shown(value):
     """A presenter's output as Gradio takes it. Gradio 6.31.0's gr.Plot wants a plotly Figure, whose ``to_json`` it
     calls in ``postprocess``; a ``Figure`` is the finished plain-JSON dict, so it goes as the ``PlotData`` that
-    ``postprocess`` would have made (which it passes on as it is)."""
+    ``postprocess`` would have made (which it passes on as it is). A ``JSONText`` goes as an ``orjson.Fragment``."""
     if isinstance(value, Figure):
         return PlotData(type="plotly", plot=json.dumps(value, separators=(",", ":")))
+    if isinstance(value, JSONText):  # sent as written (viz.ui.limits.raw_json_answers)
+        return orjson.Fragment(value.data)
     return gr.update(**value.props) if isinstance(value, Update) else value
 
 
@@ -90,12 +108,48 @@ def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, no
     def on_page(*values):
         try:
             out = run(*values)
-        except gr.Error as exc:
-            return (*(gr.skip(),) * len(outputs), f"⚠️ {exc.message} *The figures still show the last good run.*")
+        except gr.Error as exc:  # its message is HTML text (escape_message); the notice is Markdown
+            notice = md_escape(html.unescape(exc.message))
+            return (*(gr.skip(),) * len(outputs), f"⚠️ {notice} {STALE}")
         return (*(out if isinstance(out, tuple) else (out,)), "")
 
     return gr.on(triggers, on_page, inputs, [*outputs, notice], api_visibility="private", concurrency_id=api_name,
                  show_progress="minimal", **event)
+
+
+def warn(message: str) -> None:
+    """A warning popup (gr.Warning) that shows ``message`` as text (``escape_message``): what presenters get to warn."""
+    gr.Warning(escape_message(message))
+
+
+def on_link(page: Page, tab_id: str, present, *args, inputs: list, outputs: list, **choices: Sequence[str]) -> None:
+    """Tab ``tab_id``'s part of a link: ``present(*args, link, *inputs)`` gets the parsed link (a share.View; None
+    before one) and the values of ``inputs``, and returns the values of ``outputs`` (this tab's controls and figures)
+    and then the update of ``page.tabs`` that opens this tab when the link names it (all ``SKIP`` otherwise).
+    ``choices``: the values this tab allows for its own parameters (``stat=...``). ``open_linked_tabs`` wires them."""
+    page.linked[tab_id] = (functools.partial(present, *args), inputs, outputs)
+    page.link_choices.update(choices)
+
+
+def open_linked_tabs(page: Page) -> None:
+    """Every tab's part of a link (``on_link``) as one event after the Attention tab has opened the link's view
+    (``page.opened``): one request, not one per tab, while the page loads (a page holds few at once:
+    viz.ui.limits.PER_SESSION)."""
+    parts = list(page.linked.values())
+    inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
+    outputs = [c for _, _, outs in parts for c in outs]
+
+    def open_linked(link, *values):  # each part skips unless the link names its tab; at most one opens its tab
+        value = dict(zip(map(id, inputs), values, strict=True))
+        out, tab = [], SKIP
+        for present, ins, _ in parts:
+            *shown, opened = present(link, *(value[id(c)] for c in ins))
+            out += shown
+            tab = opened if opened is not SKIP else tab
+        return (*out, tab)
+
+    page.opened.then(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs], show_progress="hidden",
+                     **PRIVATE)
 
 
 # --------------------------------------------------------------------------------------------- in the browser

@@ -2,7 +2,8 @@
 /ablate, and the Lab's /lab_runs, /lab_attention and /timelapse. Each takes the app's ``Runs`` first (the app
 binds it: ``listener(fn, runs)``); the rest of its signature, its type hints and its docstring are the
 endpoint's as Gradio describes it (``/gradio_api/info``, the API page). Every input is checked first
-(``viz.views.inputs``): bad input is a ValueError with a message.
+(``viz.views.inputs``): bad input is a ValueError with a message. /attention and /lab_attention answer their dict
+as ``JSONText``, written once per result (their answer is up to ~10.5 MB).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from model.probes.analysis import head_stats_payload
 from viz.views import inputs
 from viz.views import inside_head as inside_view
+from viz.views.outputs import JSONText
 
 if TYPE_CHECKING:
     from model.serving.runs import Runs
@@ -25,7 +27,7 @@ def translate(runs: Runs, text: str, beam: float = 4) -> str:
 def attention_maps(runs: Runs, text: str, target: str = "", scale: float | None = None) -> dict:
     """Every attention map as JSON: the same content as `python -m model.translate --json`."""
     text, target = inputs.check_text(text), inputs.check_text(target, "given translation")
-    return runs.attention(text, target, inputs.check_scale(scale)).to_json_dict()
+    return JSONText(runs.attention_json(text, target, inputs.check_scale(scale)))  # a dict, already as JSON
 
 
 def decode_steps(runs: Runs, text: str) -> dict:
@@ -69,7 +71,7 @@ def lab_runs(runs: Runs) -> dict:
 def lab_attention(runs: Runs, text: str, run: str = "h1") -> dict:
     """A lab sibling's attention on ``text`` (greedy): /attention's keys plus "run". ``run``: a sibling whose
     weights are shipped (/lab_runs), or "shipped" for the shipped model."""
-    return {**runs.lab_attention(inputs.check_text(text), str(run)).to_json_dict(), "run": run}
+    return JSONText(runs.lab_attention_json(inputs.check_text(text), str(run)))  # a dict, already as JSON
 
 
 def timelapse(runs: Runs, example: str = "0", kind: str = "cross") -> dict:

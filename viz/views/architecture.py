@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from model.terms import KINDS
 from viz.architecture import figure1_svg
 from viz.views.attention.maps import check_view
+from viz.views.attention.share import View, opens
 from viz.views.outputs import SKIP, Update, open_tab
 
 if TYPE_CHECKING:
@@ -40,3 +41,9 @@ def show(cfg: TransformerConfig, kind: str, layer) -> tuple[str, int, Update]:
     """The tab's "Show these heatmaps": (kind, layer) on the Attention tab, opened."""
     kind, layer, _ = check_view(cfg, kind, layer)
     return kind, layer, open_tab("attention")
+
+
+def open_link(link: View | None, kind, layer) -> tuple:
+    """A link that names this tab (viz.views.attention.share): the Attention tab's kind and layer, opened from the
+    same link, in this tab's selectors, and the tab opened; any other link changes nothing."""
+    return (kind, layer, open_tab("architecture")) if opens(link, "architecture") else (SKIP, SKIP, SKIP)

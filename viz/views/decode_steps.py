@@ -18,6 +18,7 @@ here they are finished for gr.Plot, and the step is written out as Markdown.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -26,13 +27,15 @@ import numpy as np
 from model.terms import WORD_MARKER
 from viz.step_bars import cross_row_spec, hidden_spec, prob_text, self_row_spec, top5_spec, which_heads
 from viz.text import md_escape, plain_token
+from viz.views.attention.share import opens
 from viz.views.inputs import check_text
-from viz.views.outputs import Figure, Update, finish_figure, skipped
+from viz.views.outputs import Figure, Update, changes, finish_figure, open_tab, skipped
 from viz.vocab import MEAN
 
 if TYPE_CHECKING:  # for the type hints only
     from model.network.inference import AttentionResult
     from model.probes.steps import DecodeSteps
+    from viz.views.attention.share import View
 
 
 class DecodeStepView(NamedTuple):
@@ -79,17 +82,38 @@ def step_markdown(steps: DecodeSteps, t: int, layer: int, head: int, reveal: boo
     return "\n\n".join(lines)
 
 
+def _next_token(steps: DecodeSteps, step: int, layer: int, head: int, reveal: bool) -> tuple[str, Figure]:
+    """The parts of a step's view that hold its next token: the Markdown, and the top 5 (a placeholder while the next
+    token is hidden)."""
+    top5 = top5_spec(steps, step) if reveal else hidden_spec(step)
+    return step_markdown(steps, step, layer, head, reveal), finish_figure(top5, f"decode_step{step}_top5")
+
+
 def decode_step_view(steps: DecodeSteps, step, layer, head=MEAN, reveal: bool = True) -> DecodeStepView:
     """The Decoding tab's figures and Markdown for one step (1-based) and the view's choices."""
     step, layer, head = check_choices(steps, step, layer, head)
     name = f"decode_step{step}_{{}}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}"
-    top5 = top5_spec(steps, step) if reveal else hidden_spec(step)
+    markdown, top5 = _next_token(steps, step, layer, head, bool(reveal))
     return DecodeStepView(
-        top5=finish_figure(top5, f"decode_step{step}_top5"),
+        top5=top5,
         self_row=finish_figure(self_row_spec(steps, step, layer, head), name.format("self")),
         cross_row=finish_figure(cross_row_spec(steps, step, layer, head), name.format("cross")),
-        markdown=step_markdown(steps, step, layer, head, bool(reveal)),
+        markdown=markdown,
     )
+
+
+def step_frames(steps: DecodeSteps, layer, head) -> str:
+    """Every step's view for one layer and head, for the page to draw a step, or its Reveal, without asking the
+    server (assets/web/decoding.js): JSON ``{"base": step 1's view, "steps": [[revealed, hidden], ...]}``, a view
+    as a list in ``DecodeStepView``'s order and each step's as its ``changes`` from the base. ~1 KB a step."""
+    _, layer, head = check_choices(steps, 1, layer, head)
+    base = list(decode_step_view(steps, 1, layer, head, reveal=True))
+    frames = []
+    for t in range(1, steps.n_steps + 1):
+        shown = list(decode_step_view(steps, t, layer, head, reveal=True)) if t > 1 else base
+        hidden = [*_next_token(steps, t, layer, head, reveal=False), *shown[2:]]
+        frames.append([changes(base, shown), changes(base, hidden)])
+    return json.dumps({"base": base, "steps": frames}, separators=(",", ":"), ensure_ascii=False)
 
 
 def sentence_to_follow(result: AttentionResult | None, followed: str) -> str | None:
@@ -105,9 +129,12 @@ def sentence_to_follow(result: AttentionResult | None, followed: str) -> str | N
 
 # ------------------------------------------------------------------------------------------ the tab's listeners
 # ``steps(text)`` is the app's cached ``Runs.steps``. The tab keeps the sentence it shows (``text``), the one it
-# took over from the Attention tab (``followed``) and whether this step was revealed. "Predict, then reveal"
-# (``predict``) hides each new step's next token until the Reveal button. Outputs in the order the tab lists them.
+# took over from the Attention tab (``followed``), whether this step was revealed, and every step's view for the
+# layer and head shown (``step_frames``): the page draws another step, or a Reveal, from those without a round trip
+# (assets/web/decoding.js). "Predict, then reveal" (``predict``) hides each new step's next token until the Reveal
+# button. Outputs in the order the tab lists them.
 Steps = Callable[[str], "DecodeSteps"]
+N_START = 4 + len(DecodeStepView._fields)  # what ``start`` returns
 
 
 def step_outputs(steps: Steps, text: str, step, layer, head, reveal: bool) -> DecodeStepView | tuple[Update, ...]:
@@ -117,10 +144,12 @@ def step_outputs(steps: Steps, text: str, step, layer, head, reveal: bool) -> De
     return decode_step_view(steps(text), step, layer, head, reveal=reveal)
 
 
-def start(steps: Steps, text: str, layer, head, predict: bool) -> tuple:
-    """A new sentence: (text shown, the step slider's range, not revealed, step 1's view)."""
-    n_steps = steps(check_text(text)).n_steps  # a ValueError (an empty sentence) becomes a message
-    return text, Update(maximum=n_steps, value=1), False, *step_outputs(steps, text, 1, layer, head, not predict)
+def start(steps: Steps, text: str, layer, head, predict: bool, step: int = 1) -> tuple:
+    """A new sentence: (text shown, the step slider's range and ``step``, not revealed, that step's view, every
+    step's view)."""
+    decoded = steps(check_text(text))  # a ValueError (an empty sentence) becomes a message
+    return (text, Update(maximum=decoded.n_steps, value=step), False,
+            *step_outputs(steps, text, step, layer, head, not predict), step_frames(decoded, layer, head))
 
 
 def follow(steps: Steps, result: AttentionResult | None, followed: str, layer, head, predict: bool) -> tuple:
@@ -128,13 +157,26 @@ def follow(steps: Steps, result: AttentionResult | None, followed: str, layer, h
     (``sentence_to_follow``), or no change."""
     text = sentence_to_follow(result, followed)
     if text is None:
-        return skipped(5 + len(DecodeStepView._fields))
+        return skipped(2 + N_START)
     return text, text, *start(steps, text, layer, head, predict)
 
 
-def show_step(steps: Steps, text: str, step, layer, head, predict: bool) -> tuple:
-    """Another step: it starts hidden again when predicting."""
-    return False, *step_outputs(steps, text, step, layer, head, not predict)
+def open_link(steps: Steps, warn: Callable[[str], object], n_layers: int, link: View | None,
+              result: AttentionResult | None, predict: bool) -> tuple:
+    """A link that names this tab (``link``, viz.views.attention.share): its layer, head and step (each missing one
+    the tab's default: the last layer, the mean of its heads, step 1) on the Attention tab's sentence, opened from the
+    same link, taken over (``follow``'s outputs after the layer and head), then the tab opened; any other link
+    changes nothing. A step beyond the sentence's last is its last, said so."""
+    if not opens(link, "decoding") or result is None or not result.source_text:
+        return skipped(4 + N_START + 1)
+    layer = link.layer or n_layers
+    head = MEAN if link.head is None else link.head
+    text = result.source_text
+    n_steps = steps(text).n_steps
+    step = min(link.step or 1, n_steps)
+    if (link.step or 1) > n_steps:
+        warn(f"The link's step must be from 1 to {n_steps} for this sentence: step {n_steps} is shown.")
+    return layer, head, text, text, *start(steps, text, layer, head, predict, step), open_tab("decoding")
 
 
 def toggle_predict(steps: Steps, text: str, step, layer, head, predict: bool) -> tuple:
@@ -144,9 +186,8 @@ def toggle_predict(steps: Steps, text: str, step, layer, head, predict: bool) ->
 
 
 def redraw(steps: Steps, text: str, step, layer, head, predict: bool, revealed: bool):
-    """Another layer or head: a reveal holds."""
-    return step_outputs(steps, text, step, layer, head, not predict or revealed)
-
-
-def reveal(steps: Steps, text: str, step, layer, head, _predict: bool) -> tuple:
-    return True, *step_outputs(steps, text, step, layer, head, True)
+    """Another layer or head: a reveal holds; every step's view for them."""
+    if not text:
+        return skipped(len(DecodeStepView._fields) + 1)
+    return (*step_outputs(steps, text, step, layer, head, not predict or revealed),
+            step_frames(steps(text), layer, head))

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 MAX_EXPORTS = 20
+FOLDER_PREFIX = "attention-exports-"  # an ExportFolder's folder (viz.ui.guards answers 404 for a removed export)
 MAX_BYTES = 200 * 2**20  # a 100 + 100-token sentence exports ~13 MB (npz + JSON)
 
 
@@ -36,7 +37,7 @@ class ExportFolder:
     def root(self) -> Path:
         if self._root is None:
             self.parent.mkdir(parents=True, exist_ok=True)
-            self._root = Path(tempfile.mkdtemp(prefix="attention-exports-", dir=self.parent))
+            self._root = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=self.parent))
         return self._root
 
     def write(self, files: dict[str, bytes]) -> list[str]:

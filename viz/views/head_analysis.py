@@ -33,7 +33,8 @@ from viz.heatmaps import add_title_line, detail_spec, mark_off, rescale_detail
 from viz.stats_grid import stats_grid_spec
 from viz.text import md_escape
 from viz.views.attention.maps import overview_plot
-from viz.views.outputs import Figure, finish_figure, open_tab, skipped
+from viz.views.attention.share import View, opens
+from viz.views.outputs import SKIP, Figure, finish_figure, open_tab, skipped
 from viz.vocab import AXIS_LABELS
 
 if TYPE_CHECKING:
@@ -108,6 +109,15 @@ def open_cell(n_layers: int, n_heads: int, message: str) -> tuple:
     """A click on a grid cell (``cell_from_click``): (kind, layer, head) on the Attention tab, opened; or no change."""
     picked = cell_from_click(n_layers, n_heads, message)
     return (*picked, open_tab("attention")) if picked else skipped(4)
+
+
+def open_link(link: View | None, kind) -> tuple:
+    """A link that names this tab (viz.views.attention.share): its scope and statistic (each missing one as it is),
+    the Attention tab's kind, opened from the same link, for the maps without the heads switched off, and the tab
+    opened; any other link changes nothing."""
+    if not opens(link, "heads"):
+        return skipped(4)
+    return link.scope or SKIP, link.stat or SKIP, kind, open_tab("heads")
 
 
 def analysis_markdown(stats: HeadStats, where: str) -> str:

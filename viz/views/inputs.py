@@ -1,14 +1,16 @@
 """Every value a listener takes from the page or the raw HTTP API, checked before it is used.
 
-The app's events skip Gradio's own preprocessing (``preprocess=False``): Gradio answers a value its
-component cannot read ("abc" for a slider, NaN for a whole number) with an error that carries no message.
-So a value here may be anything JSON holds: null, true, a string, a list, NaN or ±Infinity (Python's JSON
-reader accepts them). Each check returns the value as the view uses it, or raises ValueError whose
-message names the input, says what it got and what to send instead (the app shows it as it is).
+The app's events that check their values here skip Gradio's own preprocessing (``preprocess=False``): Gradio
+answers a value its component cannot read ("abc" for a slider, NaN for a whole number) with an error that carries
+no message. So a value here may be anything JSON holds: null, true, a string, a list, NaN or ±Infinity (Python's
+JSON reader accepts them). Each check returns the value as the view uses it, or raises ValueError whose
+message names the input, says what it got and what to send instead (the app shows it as text, escaped). Before
+any of this, every event's number of values and its checkboxes (true or false, nothing else), and every value of
+an event that does use Gradio's preprocessing, are checked against the page's controls (``viz.ui.values``).
 
 Rules: a whole number (layer, head, beam, log₂ d_k, keys, seed) is a JSON number with no fractional part
 (2.0 is 2, 2.5 is an error, never silently 2) or a string of digits ("3", as a query string carries it);
-a real number (scale, alpha) must be a JSON number. Booleans are not numbers. A sentence is a string
+a real number (scale, factor) must be a JSON number. Booleans are not numbers. A sentence is a string
 (null = empty) of at most ``MAX_CHARS`` characters.
 """
 
@@ -131,9 +133,9 @@ def check_scale(value) -> float | None:
     return real_number(value, what, 0.0, MAX_SCALE, lo_open=True)
 
 
-def check_alpha(value) -> float:
-    """The "Why 1/√d_k" tab's slider: 0 = × 1/√d_k (the paper's) … 1 = × 1 (no scaling)."""
-    what = "The scale factor must be between 0 (the paper's 1/√d_k) and 1 (no scaling)"
+def check_tab_factor(value) -> float:
+    """The "Why 1/√d_k" tab's slider: the factor on every q·k of that tab, 0 … 1 (1 = no scaling)."""
+    what = "The scale factor must be between 0 and 1 (it multiplies every q·k; 1 = no scaling)"
     return real_number(value, what, 0.0, 1.0)
 
 

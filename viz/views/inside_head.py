@@ -28,10 +28,10 @@ from viz.inside import (
     scores_spec,
 )
 from viz.text import md_escape, plain_token
-from viz.views.inputs import MAX_SCALE, check_alpha, check_kind, real_number, whole_number
+from viz.views.inputs import MAX_SCALE, check_kind, check_tab_factor, real_number, whole_number
 from viz.views.outputs import Figure, Update, finish_figure, open_tab, skipped
-from viz.views.scaling import factor_for
-from viz.vocab import KIND_LABELS
+from viz.views.scaling import snapped
+from viz.vocab import KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.network.config import TransformerConfig
@@ -99,9 +99,11 @@ def factor_from_text(text) -> float | None:
     return check_factor(value)
 
 
-def factor_from_alpha(d_k: int, alpha) -> str:
-    """The Why tab's slider (0 = × 1/√d_k … 1 = × 1) as the text of this tab's factor box."""
-    return f"{factor_for(d_k, check_alpha(alpha)):.4g}"
+def factor_from_slider(d_k: int, factor) -> str:
+    """The Why tab's factor (× that on every q·k) as the text of this tab's factor box: empty for the model's own
+    1/√d_k (``viz.views.scaling.snapped``)."""
+    factor = snapped(check_tab_factor(factor), d_k)
+    return "" if math.isclose(factor, d_k ** -0.5) else f"{factor:.4g}"
 
 
 def check_query(value, tokens: Sequence[str]) -> int:
@@ -144,6 +146,15 @@ def row_clicked(cfg: TransformerConfig, message: str, result: AttentionResult | 
     if row is None:
         return skipped(5)
     return *take_over(cfg, result, kind, layer, head, row), open_tab("inside")
+
+
+def mean_note(n_heads: int, a_layer, a_head, head) -> str:
+    """What the tab says after a click on a row of the Attention tab's close-up (``row_clicked``): when that close-up
+    showed the mean of a layer's heads (``a_head``), that this tab opened one head, ``head``, of it; else nothing."""
+    if a_head not in (MEAN, str(MEAN)):
+        return ""
+    return (f"ℹ️ The close-up showed the **mean of layer {a_layer}'s {n_heads} heads**. A mean has no queries, keys "
+            f"and values of its own: this tab opened **head {head}** of that layer — pick another head above.")
 
 
 def row_from_click(message: str) -> int | None:

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from model.probes.analysis import role_name
 from model.serving.lab import SHIPPED
 from viz.lab import curves_figure, head_timeline_figure, timelapse_figure
 from viz.views import inputs
 from viz.views.attention.maps import overview_plot
-from viz.views.outputs import Figure, finish_figure
+from viz.views.attention.share import View, opens
+from viz.views.outputs import SKIP, Figure, finish_figure, open_tab
 from viz.vocab import KIND_LABELS
 
 # Table 3 of the paper (newstest2013, En→De, beam 4): (h, d_k, PPL, BLEU). Row (A) keeps the compute constant.
@@ -237,7 +239,7 @@ def timelapse_plot(lab, example, kind, layer, head, step) -> tuple[Figure, str]:
     w = maps[i, layer - 1, head - 1]
     title = f"step {steps[i]} of {steps[-1]} · {KIND_LABELS[kind]}, layer {layer}, head {head}"
     stats = lab.records[run]["timelapse"]["stats"][kind]
-    role = lab.records[run]["timelapse"]["roles"][kind][i][layer - 1][head - 1]
+    role = role_name(kind, lab.records[run]["timelapse"]["roles"][kind][i][layer - 1][head - 1])
     caption = (f"{TIMELAPSE_NOTE} At step {steps[i]} this head's entropy over the shipped sample is "
                f"{stats['entropy'][i][layer - 1][head - 1]:.2f} nats and its role *{role}*.")
     figure = timelapse_figure(w, queries, keys, title, causal=kind == "decoder_self")
@@ -252,6 +254,14 @@ def heads_plot(lab, kind, layer, stat) -> Figure:
         raise ValueError(f"unknown statistic {stat!r}; choose one of: {', '.join(STATS)}")
     values = np.asarray(record["stats"][kind][stat], dtype=np.float64)  # (steps, L, H); None -> nan
     layer = _check_layer(layer, values.shape[1])
-    roles = [step_roles[layer - 1] for step_roles in record["roles"][kind]]
+    roles = [[role_name(kind, r) for r in step_roles[layer - 1]] for step_roles in record["roles"][kind]]
     return finish_figure(head_timeline_figure(values[:, layer - 1], roles, record["steps"], stat),
                          f"timelapse_heads_{kind}_L{layer}")
+
+
+def open_link(link: View | None) -> tuple:
+    """A link that names this tab (viz.views.attention.share): its runs on the training curves (checked against the
+    shipped ones when the link was read), and the tab opened; any other link changes nothing."""
+    if not opens(link, "lab"):
+        return SKIP, SKIP
+    return (SKIP if link.runs is None else list(link.runs)), open_tab("lab")

@@ -58,6 +58,21 @@ class Update:
 SKIP = Update()  # the output stays as it is
 
 
+class JSONText:
+    """An answer already written as JSON (UTF-8 bytes): the app sends it as it is, never walking or serialising it
+    again (``viz.ui.wiring.listener``). The large /attention answer is written once per result and shared by every
+    request for it (``model.serving.runs.Runs.attention_json``); as a dict of lists it cost ~80 MB of Python objects
+    and seconds of the server's event loop per request."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"JSONText({len(self.data):,} bytes)"
+
+
 def open_tab(tab_id: str) -> Update:
     """The update of the app's ``gr.Tabs`` that selects the tab ``tab_id``."""
     return Update(selected=tab_id)
@@ -66,3 +81,19 @@ def open_tab(tab_id: str) -> Update:
 def skipped(n: int) -> tuple[Update, ...]:
     """``n`` outputs left as they are."""
     return (SKIP,) * n
+
+
+def changes(base, other, path: tuple = ()) -> list[list]:
+    """What turns the plain-JSON value ``base`` into ``other``, for a page that holds ``base`` and many views like it
+    (assets/web/page.js, ``applyChanges``): ``[path, value]`` sets the value at ``path`` (keys and list indices; ``[]``
+    is the whole), ``[path]`` deletes it. Dicts are followed key by key, lists of the same length that hold dicts or
+    lists item by item; anything else that differs is replaced whole."""
+    if isinstance(base, dict) and isinstance(other, dict):
+        out = [[[*path, key]] for key in base if key not in other]
+        for key, value in other.items():
+            out += changes(base[key], value, (*path, key)) if key in base else [[[*path, key], value]]
+        return out
+    if (isinstance(base, list) and isinstance(other, list) and len(base) == len(other)
+            and any(isinstance(item, dict | list) for item in base)):
+        return [change for i, (a, b) in enumerate(zip(base, other)) for change in changes(a, b, (*path, i))]
+    return [] if base == other and type(base) is type(other) else [[list(path), other]]

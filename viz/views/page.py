@@ -9,6 +9,9 @@ from pathlib import Path
 
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
 from viz.lines import LINE_META, TOKEN_META
+from viz.matrices import QUERY_ROWS, STAGES
+from viz.views.attention.maps import KIND_CHOICES
+from viz.views.head_analysis import STAT_CHOICES
 
 PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1", "blockClick": "arch-click",
         "layerLabel": LAYER_LABEL, "headLabel": HEAD_LABEL,
@@ -20,7 +23,20 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "view": {"text": "source", "target": "target", "kind": "kind", "layer": "layer", "head": "head",
                  "present": "present", "colour": "colour"}, "detail": "detail", "copyLink": "copy-link",
         "rowClick": "row-click",  # a click on a row of the close-up sends "row,time" here: "Inside a head" opens
-        "cellGrid": "heads-grid", "cellClick": "heads-cell-click"}  # Head analysis: a grid cell opens its head
+        # Inside a head's whole matrices: a click on a row of a trace whose meta is queryRows sends "row,time" here
+        "matrixPlots": [f"in-m-{name}" for name in ("projections", *STAGES, "output")],
+        "matrixRowClick": "in-matrix-row-click", "queryRows": QUERY_ROWS,
+        "cellGrid": "heads-grid", "cellClick": "heads-cell-click",  # Head analysis: a grid cell opens its head
+        # Every other tab's view in the link too (share): of the tab shown, query parameter -> element id, written over
+        # the Attention tab's (``view``); a dropdown shows a label (``labels``: label -> value); a group of checkboxes
+        # is written as its checked names joined by commas
+        "views": {"decoding": {"text": "decode-source", "layer": "decode-layer", "head": "decode-head",
+                               "step": "decode-step"},
+                  "inside": {"kind": "in-kind", "layer": "in-layer", "head": "in-head", "query": "in-query"},
+                  "heads": {"scope": "heads-scope", "stat": "heads-stat", "kind": "ablated-kind"},
+                  "architecture": {"kind": "arch-kind", "layer": "arch-layer"},
+                  "lab": {"runs": "lab-runs"}},
+        "labels": {label: value for label, value in (*KIND_CHOICES, *STAT_CHOICES)}}
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one

@@ -19,6 +19,11 @@ _SHIFT = (
     "predicts token *i + 1*: the row labelled *Zwei* is the step that writes *Hunde*. So in the "
     f"{KIND_LABELS['cross'].lower()} a row usually looks at the English word it is about to translate."
 )
+_PIECES = (
+    "**Word pieces.** The model reads SentencePiece pieces, not words: a common word is one piece, a rarer one "
+    "several. A piece that continues the word before it is shown with a leading “·”: *eine ·m* is the word "
+    "*einem*, *perform ·s* is *performs*. Punctuation and `<s>` / `</s>` (start and end) are pieces of their own."
+)
 _COLOURS = (
     "**Colours.** Dark purple is little weight, yellow is much. *0 – 1* uses one scale for every map, so "
     "maps can be compared; *0 – largest* stretches the scale to this map's largest weight; *per row* "
@@ -37,6 +42,7 @@ HOW_TO_READ = {
         "once; click a tile, or use the Layer and Head controls, to see it up close. The chosen tile is "
         "framed. *mean* averages the layer's heads.",
         _COLOURS,
+        _PIECES,
         "**Keyboard.** Tab to the close-up, then ←/→ change the head and ↑/↓ the layer.",
     ]),
     "scaling": "\n\n".join([
@@ -47,8 +53,11 @@ HOW_TO_READ = {
         "**2 · Large scores saturate the softmax.** Left, one query's weights over the keys at the chosen "
         "scale; right, against d_k, with and without 1/√d_k: unscaled, the weight piles onto one key and the "
         "gradients through the softmax shrink.",
-        "**3 · Inside the trained model.** The same slider replaces the model's own 1/√d_k; compare the maps "
+        "**The factor** means the same in every part: every q·k is multiplied by it (a button sets the model's "
+        "own 1/√d_k; 1 = no scaling); the line under the slider says what it is for each part's d_k.",
+        "**3 · Inside the trained model.** The same factor replaces the model's own 1/√d_k; compare the maps "
         "as trained (left) with the chosen scale (right). " + _ROWS,
+        _PIECES,
     ]),
     "architecture": "\n\n".join([
         "**Figure 1** is the whole model as the paper draws it: the encoder (left) reads the English "
@@ -68,10 +77,15 @@ HOW_TO_READ = {
         "**One query, one head, step by step**, on the Attention tab's sentence: (a) the token's vector x is "
         "projected to its query q and to the keys K and values V of all tokens; (b) each score q·k is scaled, "
         "masked where the decoder may not look ahead, and turned into weights by the softmax; (c) the head's "
-        "output is the weighted sum of the values; (d) Figure 2 with these numbers.",
+        "output is the weighted sum of the values; (d) Figure 2 with these numbers. The tab opens on the head and "
+        "query where footnote 4 shows most: beside (b), the same softmax as trained, unscaled and scaled twice.",
+        "**Whole matrices**: Equation (1) for every query at once — X → Q, K, V, then Q Kᵀ, ÷ √d_k, + the mask "
+        "(grey, hatched: −∞) and the softmax (each row sums to 1) as queries × keys maps, then A V, Concat and W^O. "
+        "Hover a cell for its value; click a row to see that query step by step.",
         "**Weights vs contributions**: a large weight on a token whose value vector is small moves the output "
         "little; the contribution accounts for that.",
         _SHIFT,
+        _PIECES,
     ]),
     "heads": "\n\n".join([
         "**The grids**: one cell per head (rows: layers, columns: heads), per kind of attention, coloured by the "
@@ -82,6 +96,7 @@ HOW_TO_READ = {
         "**Rollout**: raw attention is one layer's view; the rollout follows the attention through all layers "
         "below (each layer mixed half with itself, for the residual connection), so it shows where a token's "
         "information comes from in the input. " + _ROWS,
+        _PIECES,
     ]),
     "decoding": "\n\n".join([
         "**Step by step.** At step *t* the decoder has written the tokens so far and predicts the next one; "
@@ -89,6 +104,7 @@ HOW_TO_READ = {
         _SHIFT,
         "**Lines.** A line joins a query token to a key token; the stronger the weight, the darker the line. "
         "Hover or click a token to see only its lines.",
+        _PIECES,
     ]),
     "lab": "\n\n".join([
         "**Siblings.** Each sibling is the shipped architecture trained again on the same data and vocabulary for "
@@ -100,5 +116,6 @@ HOW_TO_READ = {
         "collapse); the entropy is how spread out attention is (low: each row looks at few tokens).",
         "**Time-lapse.** The same sentence, teacher-forced with its reference, at log-spaced steps: at step 0 "
         "attention is nearly uniform; watch when a head starts to align. " + _ROWS,
+        _PIECES,
     ]),
 }

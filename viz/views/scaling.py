@@ -1,7 +1,9 @@
 """The "Why 1/√d_k" tab (§3.2.1 and footnote 4): random vectors first, then the trained model itself.
 
-The view's choices: log₂ d_k (0..10), the number of keys, the seed, and ``alpha``, one slider for the
-scale factor: 0 = the paper's × 1/√d_k … 1 = × 1 (no scaling), geometric in between (``factor_for``).
+The view's choices: log₂ d_k (0..10), the number of keys, the seed, and ``factor``, one slider with one meaning in
+every part of the tab: the number every q·k is multiplied by (0 … 1; 1 = no scaling). Its text says which factor that
+is (``factor_label``: "× 1/√24 = × 0.204 (the model's own 1/√d_k)"), and beside the slider what it means for the
+random vectors' d_k and for the model's (``factor_note``). A factor within ``SNAP`` of a 1/√d_k is that 1/√d_k.
 Sections 1 and 2 measure random vectors (``model.probes.scaling``, on ``device``); section 3 runs the trained
 model with its 1/√d_k replaced, through the ``attention`` callable the app passes in
 (``(text, target=None, scale=None) -> AttentionResult``) and ``trained`` (``text -> AttentionResult``,
@@ -10,14 +12,17 @@ the model as trained, which the app caches per sentence: moving the slider re-ru
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from model.probes import scaling as footnote4
 from viz import scaling as figures
 from viz.views.attention.maps import check_view, head_plot
-from viz.views.inputs import check_alpha, check_log2_dk, check_n_keys, check_seed, check_text, checked
+from viz.views.inputs import check_log2_dk, check_n_keys, check_seed, check_tab_factor, check_text, checked
 from viz.views.outputs import Figure, finish_figure
 from viz.vocab import MEAN
 
@@ -26,20 +31,50 @@ if TYPE_CHECKING:
     from model.network.inference import AttentionResult
 
 
+SLIDER_STEP = 0.0001
+SNAP = 0.0005  # a factor this close to a 1/√d_k is that 1/√d_k (the slider's 0.2041 is the model's 1/√24)
+
+
 def trained_intro(cfg: TransformerConfig) -> str:
     """Section 3's heading: the trained model's own d_k and scale."""
-    return (f"### 3 · Inside the trained model (d_k = {cfg.d_k})\nThe same slider replaces the model's "
-            f"1/√{cfg.d_k} = {cfg.scale:.3f}: at 0 you see the model as trained, at 1 without scaling.")
+    return (f"### 3 · Inside the trained model (d_k = {cfg.d_k})\nThe same factor replaces the model's own "
+            f"× 1/√{cfg.d_k} = × {cfg.scale:.3f}: at {slider_value(cfg.scale)} (the button “the model's own”) you see "
+            f"the model as trained, at 1 without any scaling.")
 
 
-def factor_for(d_k: int, alpha: float) -> float:
-    """alpha 0 -> the paper's 1/sqrt(d_k), alpha 1 -> 1 (no scaling), geometric in between."""
-    return float(d_k ** (-(1.0 - float(alpha)) / 2.0))
+def slider_value(factor: float) -> float:
+    """``factor`` as the slider holds it (its step)."""
+    return round(float(factor), 4)
 
 
-def factor_label(factor: float, alpha: float) -> str:
-    """"× 0.177 (the paper's 1/√d_k)", "× 1 (no scaling)", or just "× 0.42" in between."""
-    return f"× {factor:.3g}" + (" (the paper's 1/√d_k)" if alpha == 0 else " (no scaling)" if alpha == 1 else "")
+def snapped(factor: float, d_k: int) -> float:
+    """``factor``, or 1/√d_k exactly where it is within ``SNAP`` of it."""
+    own = 1 / math.sqrt(d_k)
+    return own if abs(float(factor) - own) <= SNAP else float(factor)
+
+
+def factor_label(factor: float, d_k: int, whose: str = "the model's own") -> str:
+    """The factor applied, as a multiplication: "× 1/√24 = × 0.204 (the model's own 1/√d_k)" (``d_k``'s, ``whose``),
+    "× 1 (no scaling)", "× 0 (every key the same weight)", "× 0.5 = × 1/√4"."""
+    factor = snapped(factor, d_k)
+    if math.isclose(factor, 1 / math.sqrt(d_k), rel_tol=1e-12):
+        return f"× 1/√{d_k} = × {factor:.3g} ({whose} 1/√d_k)"
+    if factor == 1:
+        return "× 1 (no scaling)"
+    if factor == 0:
+        return "× 0 (every key the same weight)"
+    return f"× {factor:.3g} = × 1/√{1 / factor ** 2:.3g}"
+
+
+def factor_note(cfg: TransformerConfig, factor, log2_dk) -> str:
+    """Beside the slider: the factor applied on every part of the tab, and what it is for each part's d_k."""
+    factor, d_k = check_tab_factor(factor), 2 ** check_log2_dk(log2_dk)
+    applied = snapped(snapped(factor, cfg.d_k), d_k)
+    text = "every key the same weight" if applied == 0 else (
+        "no scaling" if applied == 1 else f"= × 1/√{1 / applied ** 2:.3g}")
+    return (f"**Every q·k on this tab × {applied:.4g}** ({text}). The paper's 1/√d_k would be × 1/√{d_k} = "
+            f"× {d_k ** -0.5:.3g} for the random vectors of parts 1–2 (d_k = {d_k}), and is × 1/√{cfg.d_k} = "
+            f"× {cfg.scale:.3g} for the model of part 3 (d_k = {cfg.d_k}), the factor it was trained with.")
 
 
 @lru_cache(maxsize=16)
@@ -62,10 +97,10 @@ def variance_view(log2_dk, seed, *, device) -> tuple[Figure, Figure, str]:
             finish_figure(figures.histogram_figure(samples, d_k), "histogram"), text)
 
 
-def saturation_view(log2_dk, n_keys, alpha, seed, *, device) -> tuple[Figure, Figure, str]:
+def saturation_view(log2_dk, n_keys, factor, seed, *, device) -> tuple[Figure, Figure, str]:
     """Section 2: one query's softmax weights at the paper's and the chosen factor, the curves against d_k."""
     d_k, n_keys, seed = 2 ** int(log2_dk), int(n_keys), int(seed)
-    example = footnote4.saturation_example(d_k, factor=factor_for(d_k, alpha), n_keys=n_keys, seed=seed,
+    example = footnote4.saturation_example(d_k, factor=snapped(factor, d_k), n_keys=n_keys, seed=seed,
                                            device=device)
     curves = _curves(n_keys, seed, device)
     text = figures.weights_text(example) + "\n\n" + figures.curves_text(curves, d_k)
@@ -78,7 +113,7 @@ def live_view(
     attention: Callable[..., AttentionResult],
     trained: Callable[[str], AttentionResult],
     text: str,
-    alpha,
+    factor,
     kind: str,
     layer,
 ) -> tuple[Figure, Figure, Figure, str]:
@@ -89,25 +124,53 @@ def live_view(
     Markdown with both models' own translations and the entropy summary.
     """
     kind, layer, _ = check_view(cfg, kind, layer)
-    factor = factor_for(cfg.d_k, alpha)
+    factor = snapped(factor, cfg.d_k)
     normal = trained(text)
     forced = attention(text, normal.translation or None, scale=factor)
     changed_translation = attention(text, scale=factor).translation
-    label = factor_label(factor, alpha)
-    plots = (head_plot(normal, kind, layer, MEAN, f"trained: × 1/√{cfg.d_k} = {cfg.scale:.3g}", "scale_trained"),
-             head_plot(forced, kind, layer, MEAN, f"changed: {label}", "scale_changed"))
+    label = factor_label(factor, cfg.d_k)
+    plots = (_where_below(head_plot(normal, kind, layer, MEAN, f"trained: × 1/√{cfg.d_k} = {cfg.scale:.3g}",
+                                    "scale_trained")),
+             _where_below(head_plot(forced, kind, layer, MEAN, f"changed: {label}", "scale_changed")))
     ent_normal = footnote4.attention_entropy(normal.maps(kind))  # (L, H)
     ent_changed = footnote4.attention_entropy(forced.maps(kind))
     labels = (f"× 1/√d_k = {cfg.scale:.3g}", label)
     entropy = finish_figure(figures.entropy_comparison_figure(ent_normal, ent_changed, labels), "entropy_per_head")
     summary = (f"**Translation with {label}:** {changed_translation or '(empty)'}\n\n"
                f"**Translation as trained:** {normal.translation or '(empty)'}\n\n"
+               + same_translation_note(factor, cfg.scale, changed_translation, normal.translation, ent_normal,
+                                       ent_changed)
                + figures.entropy_comparison_text(ent_normal, ent_changed))
     return *plots, entropy, summary
 
 
+def _where_below(figure: Figure) -> Figure:
+    """The map's layer and head on a second, smaller title line: "changed: × 1/√24 = × 0.204 (the model's own
+    1/√d_k) · layer 1 · mean of 8 heads" on one line was cut at a phone's right edge."""
+    title = figure["layout"]["title"]
+    text, _, where = title["text"].partition(" · layer ")
+    if where:
+        title["text"], old = text, (title.get("subtitle") or {}).get("text")
+        title["subtitle"] = dict(text=f"layer {where}" + (f" · {old}" if old else ""), font=dict(size=12))
+        figure["layout"]["margin"]["t"] += 0 if old else 22
+    return figure
+
+
+def same_translation_note(factor: float, own: float, changed: str, trained_translation: str, ent_normal,
+                          ent_changed) -> str:
+    """Where the changed model still translates the same, what to look at instead: the maps (sharper or flatter,
+    by the mean entropies)."""
+    if factor == own or changed != trained_translation:
+        return ""
+    before, after = float(np.nanmean(ent_normal)), float(np.nanmean(ent_changed))
+    how = "sharper" if after < before else "flatter"
+    return (f"**The same translation** — the greedy words survive this factor here. Look at the maps instead: "
+            f"with it the heads are {how} (mean attention entropy {before:.2f} → {after:.2f} nats), as the two "
+            f"maps above and the entropy per head show.\n\n")
+
+
 # The tab's listeners: the presenters above with their inputs checked first (``viz.views.inputs``).
 variance_checked = checked(variance_view, log2_dk=check_log2_dk, seed=check_seed)
-saturation_checked = checked(saturation_view, log2_dk=check_log2_dk, n_keys=check_n_keys, alpha=check_alpha,
+saturation_checked = checked(saturation_view, log2_dk=check_log2_dk, n_keys=check_n_keys, factor=check_tab_factor,
                              seed=check_seed)
-live_checked = checked(live_view, text=check_text, alpha=check_alpha)
+live_checked = checked(live_view, text=check_text, factor=check_tab_factor)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from viz.architecture import figure1_svg, figure2_svg
-from viz.ui.wiring import PRIVATE, AttentionView, Page, click_box, how_to_read, layer_slider, listener
+from viz.ui.wiring import PRIVATE, AttentionView, Page, click_box, how_to_read, layer_slider, listener, on_link
 from viz.views import architecture
 from viz.views.attention import maps
 from viz.views.page import PAGE
@@ -23,8 +23,8 @@ def build_architecture(page: Page, view: AttentionView) -> None:
         figure1 = gr.HTML(figure1_svg(cfg), js_on_load=None, elem_id=PAGE["figure1"])
         block_click = click_box(PAGE["blockClick"])
         with gr.Row():
-            kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Attention", scale=2)
-            layer = layer_slider(cfg, 3, scale=2)
+            kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Attention", scale=2, elem_id="arch-kind")
+            layer = layer_slider(cfg, 3, scale=2, elem_id="arch-layer")
             go = gr.Button("Show these heatmaps", scale=1, elem_id="arch-go")
         gr.HTML(figure2_svg(cfg), js_on_load=None, elem_id="figure2")
     # Figure 1 is drawn with the session's shapes when the tab opens: ~20 KB that need not travel with every run.
@@ -33,3 +33,4 @@ def build_architecture(page: Page, view: AttentionView) -> None:
     block_click.change(listener(architecture.open_block), block_click, [view.kind, page.tabs], **PRIVATE)
     go.click(listener(architecture.show, cfg), [kind, layer], [view.kind, view.layer, page.tabs], preprocess=False,
              **PRIVATE)
+    on_link(page, "architecture", architecture.open_link, inputs=[view.kind, view.layer], outputs=[kind, layer])

@@ -19,8 +19,20 @@ from viz.ui.wiring import (
     listener,
     page_and_api,
     sentence_box,
+    warn,
 )
-from viz.views.attention import alignment, classroom, closeup, context, examples, maps, projector, share, teacher
+from viz.views.attention import (
+    alignment,
+    classroom,
+    closeup,
+    context,
+    domain,
+    examples,
+    maps,
+    projector,
+    share,
+    teacher,
+)
 from viz.views.attention import contributions as measures
 from viz.views.exports import ExportFolder
 from viz.views.page import PAGE
@@ -36,8 +48,10 @@ def build_attention(page: Page) -> AttentionView:
             v.source = sentence_box("English sentence", lines=1, scale=4, elem_id="source")
             v.target = gr.Textbox(label="Your own German translation (optional)", lines=1, scale=3,
                                   max_length=MAX_CHARS, elem_id="target")
-            v.translation = gr.Textbox(label="German translation (the model's own)", interactive=False, scale=4,
-                                       elem_id="translation")
+            with gr.Column(scale=4, min_width=200):  # the translation, and beside it how far the sentence is from
+                v.translation = gr.Textbox(label="German translation (the model's own)", interactive=False,  # captions
+                                           elem_id="translation")
+                v.domain = gr.Markdown(visible=False, elem_id="domain-notice")  # viz.views.attention.domain
         with gr.Row(equal_height=True, elem_id="action-row"):
             v.run_btn = gr.Button("Translate and show attention", variant="primary", elem_id="run", scale=0,
                                   min_width=300)
@@ -65,6 +79,7 @@ def build_attention(page: Page) -> AttentionView:
             v.lines = gr.Plot(show_label=False, elem_id=PAGE["lines"])  # titled figure: no badge, no 100 px
         v.tile_click, v.row_click = click_box(PAGE["tileClick"]), click_box(PAGE["rowClick"])  # row: "Inside a head"
         v.lines_request = click_box(PAGE["linesRequest"])  # the page script: the alignment view is on screen
+        page.link = gr.State(None)  # the parsed link (share.View) for the other tabs' parts (wiring.on_link)
         v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (Inside a head); the API sends none: weights
         export_section(v)
         how_to_read("attention")
@@ -112,7 +127,7 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
     v.view_inputs = [page.result, v.kind, v.layer, v.head, v.present, v.colour, v.measured, *v.focus]  # closeup's
     v.shown = [v.translation, v.status, v.overview, v.detail, page.result]  # maps.Visualised
     v.run_events = [v.run_btn.click, v.source.submit, v.target.submit]
-    then_lines(page, v, page_and_api(v.run_events, maps.visualise, runs, gr.Warning, inputs=[v.source, v.target,
+    then_lines(page, v, page_and_api(v.run_events, maps.visualise, runs, warn, inputs=[v.source, v.target,
                v.kind, v.layer, v.head, v.present, v.colour, *v.focus], outputs=v.shown, notice=v.notice,
                api_name="visualise", preprocess=False))
     v.kind.change(context.shift_note, v.kind, v.shift, queue=False, **PRIVATE)
@@ -145,6 +160,8 @@ def then_lines(page: Page, v: AttentionView, event) -> None:
     event.success(listener(closeup.after_run, runs.cfg, runs.contributions), v.view_inputs, [v.overview, v.detail],
                   show_progress="minimal", **PRIVATE)  # the contributions' figures may still be coming
     event.success(None, js=LINES_STALE)
+    event.success(listener(domain.domain_notice, runs.domain, runs.calibration), page.result, v.domain,
+                  show_progress="hidden", **PRIVATE)
 
 
 def classroom_listeners(page: Page, v: AttentionView) -> None:
@@ -152,13 +169,14 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
     caption."""
     controls = [v.source, v.target, v.kind, v.layer, v.head, v.present, v.colour]  # classroom.CONTROLS
 
-    def open_link(request: gr.Request):  # the view the page's URL asks for
+    def open_link(request: gr.Request):  # the view the page's URL asks for; the tabs after this one take their part
         tabs = [tab.id for tab in page.tabs.children if isinstance(tab, gr.Tab)]
-        return classroom.open_link(page.runs, gr.Warning, tabs, dict(request.query_params))
+        return classroom.open_link(page.runs, warn, tabs, dict(request.query_params), page.link_choices, page.linked)
 
-    then_lines(page, v, page.demo.load(listener(open_link), None, [*controls, v.guide, *v.shown, page.tabs],
-                                       **PRIVATE))
-    then_lines(page, v, v.example.input(listener(classroom.pick_example, page.runs, gr.Warning), [v.example,
+    page.opened = page.demo.load(listener(open_link), None, [*controls, v.guide, *v.shown, page.tabs, page.link],
+                                 **PRIVATE)
+    then_lines(page, v, page.opened)
+    then_lines(page, v, v.example.input(listener(classroom.pick_example, page.runs, warn), [v.example,
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))
     # the user's own sentence: the caption goes, and the menu can open the same example again
     gr.on(v.run_events, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [v.guide, v.example], queue=False,

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, layer_slider, listener, sentence_box
+from viz.ui.wiring import (
+    PRIVATE,
+    Page,
+    how_to_read,
+    in_browser,
+    layer_slider,
+    listener,
+    on_link,
+    sentence_box,
+    warn,
+)
 from viz.views import decode_steps as decoding
 from viz.views.attention import maps
 from viz.views.page import PAGE
@@ -16,7 +26,7 @@ def build_decoding(page: Page) -> None:
     Sessions keep only the sentence: its DecodeSteps stay in ``runs.steps``' bounded cache."""
     cfg, steps = page.runs.cfg, page.runs.steps
     with gr.Tab("Decoding, step by step", id="decoding") as tab:
-        decoded, followed, revealed = gr.State(""), gr.State(""), gr.State(False)  # the sentence shown, taken over
+        decoded, followed = gr.State(""), gr.State("")  # the sentence shown, the one taken over
         with gr.Row():
             source = sentence_box("English sentence (the Attention tab's, or your own)", scale=4,
                                   elem_id="decode-source")
@@ -42,16 +52,23 @@ def build_decoding(page: Page) -> None:
         with gr.Row():
             self_row = gr.Plot(show_label=False, elem_id="decode-self", min_width=320)
             cross_row = gr.Plot(show_label=False, elem_id="decode-cross", min_width=320)
+        frames = gr.Textbox(visible="hidden", elem_id="decode-frames")  # every step's view (decoding.step_frames)
+        revealed = gr.Checkbox(False, visible="hidden", elem_id="decode-revealed")  # the page's own: not a gr.State
         how_to_read("decoding")
     view, choices = [status, top5, self_row, cross_row], [decoded, step, layer, head, predict]  # DecodeStepView
+    started = [decoded, step, revealed, *view, frames]  # decoding.start
     tab.select(listener(decoding.follow, steps), [page.result, followed, layer, head, predict],
-               [source, followed, decoded, step, revealed, *view], **PRIVATE)
-    gr.on([run_btn.click, source.submit], listener(decoding.start, steps), [source, layer, head, predict],
-          [decoded, step, revealed, *view], **PRIVATE)
-    step.change(listener(decoding.show_step, steps), choices, [revealed, *view], trigger_mode="always_last", **PRIVATE)
+               [source, followed, *started], **PRIVATE)
+    gr.on([run_btn.click, source.submit], listener(decoding.start, steps), [source, layer, head, predict], started,
+          **PRIVATE)
+    # A step, or a Reveal, is drawn in the browser from every step's view (assets/web/decoding.js): no round trip.
+    step.change(None, [frames, step, predict], [revealed, *view], js=in_browser("decodeStep"))
+    reveal_btn.click(None, [frames, step], [revealed, status, top5], js=in_browser("decodeReveal"))
     predict.change(listener(decoding.toggle_predict, steps), choices, [revealed, reveal_btn, *view], **PRIVATE)
-    gr.on([layer.change, head.change], listener(decoding.redraw, steps), [*choices, revealed], view, **PRIVATE)
-    reveal_btn.click(listener(decoding.reveal, steps), choices, [revealed, *view], **PRIVATE)
+    # (the user's choices only: a link sets layer, head and step at once, and draws them)
+    gr.on([layer.input, head.input], listener(decoding.redraw, steps), [*choices, revealed], [*view, frames],
+          **PRIVATE)
     prev_btn.click(None, step, step, js=in_browser("stepPrev"))
     next_btn.click(None, step, step, js=in_browser("stepNext"))
-
+    on_link(page, "decoding", decoding.open_link, steps, warn, cfg.n_layers, inputs=[page.result, predict],
+            outputs=[layer, head, source, followed, *started])

@@ -6,7 +6,17 @@ from __future__ import annotations
 import gradio as gr
 
 from model.probes.ablation import all_heads, load_ranking
-from viz.ui.wiring import ABLATIONS, PRIVATE, AttentionView, Page, click_box, how_to_read, layer_slider, listener
+from viz.ui.wiring import (
+    ABLATIONS,
+    PRIVATE,
+    AttentionView,
+    Page,
+    click_box,
+    how_to_read,
+    layer_slider,
+    listener,
+    on_link,
+)
 from viz.views import head_analysis as heads_view
 from viz.views.attention import maps
 from viz.views.page import PAGE
@@ -51,7 +61,9 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
             with gr.Row():
                 rollout += [gr.Plot(elem_id=f"rollout-{name}", show_label=False, min_width=300) for name in pair]
     stats = listener(heads_view.stats_view, runs.sample_stats)
-    gr.on([tab.select, scope.change, stat.change], stats, [page.result, scope, stat], [grid, rules], **PRIVATE)
+    # always_last: a link sets scope and statistic at once; the grid is drawn with both
+    gr.on([tab.select, scope.change, stat.change], stats, [page.result, scope, stat], [grid, rules],
+          trigger_mode="always_last", **PRIVATE)
     gr.on([tab.select, layer.change], listener(heads_view.rollout_plots), [page.result, layer], rollout, **PRIVATE)
 
     def run_ablation(result, heads_, kind_, progress=gr.Progress()):  # noqa: B008 (Gradio's progress bar)
@@ -64,3 +76,5 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
              **PRIVATE, **ABLATIONS)
     kind.change(listener(heads_view.ablation_again, runs.ablate), [last, kind], [ablation, ablated], **PRIVATE,
                 **ABLATIONS)
+    on_link(page, "heads", heads_view.open_link, inputs=[view.kind], outputs=[scope, stat, kind],
+            stat=heads_view.STATS, scope=tuple(heads_view.SCOPES))

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz.ui.wiring import PRIVATE, AttentionView, Page, how_to_read, layer_slider, listener
+from viz.ui.wiring import (
+    PRIVATE,
+    AttentionView,
+    Page,
+    click_box,
+    how_to_read,
+    in_browser,
+    layer_slider,
+    listener,
+    on_link,
+)
 from viz.views import inside_head as inside_view
+from viz.views import inside_matrices as matrix_view
 from viz.views.attention import maps
+from viz.views.page import PAGE
 
 
-def build_inside_head(page: Page, view: AttentionView, alpha: gr.Slider, to_inside: gr.Button) -> None:
+def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to_inside: gr.Button) -> None:
     """One head for one query, step by step (viz.views.inside_head), on the sentence and view of the Attention tab
-    (``view``): a click on a row of its close-up opens this tab on that query. The Why tab's scale factor ``alpha``
+    (``view``): a click on a row of its close-up opens this tab on that query. The Why tab's scale factor ``why_factor``
     comes in by this tab's button, or by the Why tab's ``to_inside``, which opens this tab with it."""
     runs, cfg = page.runs, page.runs.cfg
     with gr.Tab("Inside a head", id="inside") as tab:
@@ -27,30 +39,54 @@ def build_inside_head(page: Page, view: AttentionView, alpha: gr.Slider, to_insi
                 take = gr.Button("Why tab's factor", size="sm", elem_id="in-take-factor")
                 to_why = gr.Button("Why 1/√d_k? →", size="sm", elem_id="in-to-why")
         query = gr.Radio([], label="Query token", elem_id="in-query")
+        note = gr.Markdown(elem_id="in-note")  # which head a click on a row of the mean's close-up opened
+        mode = gr.Radio(matrix_view.VIEWS, value=matrix_view.QUERY, label="View", elem_id="in-view")
 
         def plot(name: str) -> gr.Plot:
             return gr.Plot(label=inside_view.PLOT_LABELS[name], elem_id=f"in-{name}")
 
-        with gr.Row():
-            scores, steps = plot("scores"), gr.Markdown(elem_id="in-steps")
-        figure2 = plot("figure2")  # wide: Figure 2 reads bottom to top with its shapes beside the arrows
-        with gr.Row():
-            projections, head_output = plot("projections"), plot("head_output")
-        with gr.Row():
-            contributions = plot("contributions")
-            with gr.Column():
-                footnote4_text, footnote4 = gr.Markdown(elem_id="in-footnote4-text"), plot("footnote4")
-    shown = [steps, footnote4_text, scores, figure2, projections, head_output, footnote4, contributions]  # their order
-    draw = {"fn": listener(inside_view.present, runs.inside_head, cfg), "inputs": [page.result, kind, layer, head,
-            query, factor], "outputs": shown, "preprocess": False, **PRIVATE}
+        with gr.Column(elem_id="in-one-query") as one_query:  # panels in reading order (a) → (d), footnote 4 by (b)
+            with gr.Row():
+                projections, steps = plot("projections"), gr.Markdown(elem_id="in-steps")
+            with gr.Row():
+                scores = plot("scores")
+                with gr.Column():
+                    footnote4_text, footnote4 = gr.Markdown(elem_id="in-footnote4-text"), plot("footnote4")
+            with gr.Row():
+                head_output, contributions = plot("head_output"), plot("contributions")
+            figure2 = plot("figure2")  # wide: Figure 2 reads bottom to top with its shapes beside the arrows
+        with gr.Column(visible=False, elem_id="in-matrices") as whole:  # Equation (1) as whole matrices
+            def matrix_plot(name: str, **kwargs) -> gr.Plot:
+                return gr.Plot(label=matrix_view.PLOT_LABELS[name], elem_id=f"in-m-{name}", **kwargs)
+
+            matrix_head = gr.Markdown(elem_id="in-matrix-head")
+            m_projections = matrix_plot("projections")
+            with gr.Row(elem_id="in-m-stages"):
+                stages = [matrix_plot(stage, min_width=270) for stage in ("scores", "scaled", "masked", "weights")]
+            m_output = matrix_plot("output")
+            matrix_steps = gr.Markdown(elem_id="in-matrix-steps")
+        matrix_row = click_box(PAGE["matrixRowClick"])  # a click on a row of a whole-matrix figure
+        seen = gr.State(None)  # the Attention tab's view when this tab last opened (viz.views.inside_matrices)
+    shown = [steps, footnote4_text, scores, figure2, projections, head_output, footnote4, contributions,  # their order
+             matrix_head, m_projections, *stages, m_output, matrix_steps, one_query, whole]
+    draw = {"fn": listener(matrix_view.show, runs.inside_head, runs.inside_matrices, cfg),
+            "inputs": [page.result, mode, kind, layer, head, query, factor], "outputs": shown, "preprocess": False,
+            **PRIVATE}
     taken, chosen = [view.kind, view.layer, view.head], [kind, layer, head, query]  # the Attention tab's; this tab's
-    tab.select(listener(inside_view.take_over, cfg), [page.result, *taken, query], chosen, **PRIVATE).then(**draw)
+    tab.select(listener(matrix_view.opening, cfg, runs.footnote4_pick), [page.result, seen, *taken],
+               [*chosen, seen, note], **PRIVATE).then(**draw)
     # the tab opened by the page draws (tab.select) with the query set here
-    view.row_click.change(listener(inside_view.row_clicked, cfg), [view.row_click, page.result, *taken],
-                          [*chosen, page.tabs], **PRIVATE)
+    clicked = view.row_click.change(listener(matrix_view.close_up_row, cfg), [view.row_click, page.result, *taken],
+                                    [*chosen, page.tabs, seen], **PRIVATE)
+    clicked.then(listener(inside_view.mean_note, cfg.n_heads), [view.layer, view.head, head], note, **PRIVATE)
+    # the note goes with the tab's own choices (and with a new view when the tab opens: ``opening``)
+    gr.on([kind.input, layer.release, head.input, query.input], None, None, note, js=in_browser("show", ""))
     kind.input(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(**draw)
-    gr.on([query.input, layer.release, head.input, factor.submit], **draw)
-    take.click(listener(inside_view.factor_from_alpha, cfg.d_k), alpha, factor, **PRIVATE).then(**draw)
+    gr.on([query.input, layer.release, head.input, factor.submit, mode.input], **draw)
+    matrix_row.change(listener(matrix_view.row_opened), [page.result, kind, matrix_row], [mode, query],
+                      **PRIVATE).then(**draw)
+    take.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(**draw)
     to_why.click(lambda: gr.Tabs(selected="scaling"), None, page.tabs, show_progress_on=to_why, **PRIVATE)
-    to_inside.click(listener(inside_view.factor_from_alpha, cfg.d_k), alpha, factor, **PRIVATE).then(
+    to_inside.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(
         lambda: gr.Tabs(selected="inside"), None, page.tabs, show_progress_on=factor, **PRIVATE)
+    on_link(page, "inside", matrix_view.open_link, cfg, inputs=[page.result, *taken], outputs=[*chosen, seen])

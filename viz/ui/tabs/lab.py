@@ -10,7 +10,7 @@ import gradio as gr
 
 from model.serving.lab import SHIPPED
 from viz.lab import role_legend
-from viz.ui.wiring import PRIVATE, Page, how_to_read, listener, page_and_api, sentence_box
+from viz.ui.wiring import PRIVATE, Page, how_to_read, listener, on_link, page_and_api, sentence_box
 from viz.views import lab
 from viz.views.attention import maps
 
@@ -32,7 +32,7 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
             kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
             layer = gr.Slider(0, runs.cfg.n_layers, value=0, step=1, label="Layer (0 = mean over layers)", scale=2)
             chosen = gr.CheckboxGroup(lab.run_choices(shelf), value=[n for n in lab.FOOTNOTE4_RUNS if n in names],
-                                      label="Runs", scale=5)
+                                      label="Runs", scale=5, elem_id="lab-runs")
         curves = gr.Plot(label="Training curves", elem_id="lab-curves")
         curves_note = gr.Markdown(elem_id="lab-curves-note")
         gr.Markdown("### Two siblings on your sentence")
@@ -70,6 +70,7 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
                     "; blank: mixed.")
 
     to_lab.click(lambda: gr.Tabs(selected="lab"), None, page.tabs, show_progress_on=to_lab, **PRIVATE)
+    on_link(page, "lab", lab.open_link, inputs=[], outputs=[chosen], runs=names)  # the runs on the curves
     if not shelf.records:
         return  # nothing shipped yet: the summary says so
     gr.on([tab.select, kind.change, layer.change, chosen.change], listener(lab.curves_plot, shelf),

@@ -7,14 +7,14 @@ from __future__ import annotations
 import gradio as gr
 
 from viz.scaling import PAPER_QUOTE
-from viz.ui.wiring import Page, how_to_read, in_browser, layer_slider, listener, page_and_api, sentence_box
+from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, layer_slider, listener, page_and_api, sentence_box
 from viz.views import scaling
 from viz.views.attention import context, maps
 
 
 def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
-    """The tab; returns its scale factor (0 = × 1/√d_k … 1 = × 1), its button "Inside one head with this scale
-    factor →" (``build_inside_head`` wires it) and its button to the Lab (``build_lab`` wires it)."""
+    """The tab; returns its scale factor (× that on every q·k of the tab, 0 … 1), its button "Inside one head with
+    this scale factor →" (``build_inside_head`` wires it) and its button to the Lab (``build_lab`` wires it)."""
     device = page.runs.toy_device
     with gr.Tab("Why 1/√d_k", id="scaling") as tab:
         gr.Markdown(PAPER_QUOTE)
@@ -22,9 +22,15 @@ def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
         with gr.Row():
             log2_dk = gr.Slider(0, 10, value=9, step=1, label="log₂ d_k (d_k = 1 … 1024)", elem_id="log2-dk")
             n_keys = gr.Slider(2, 64, value=16, step=1, label="number of keys", elem_id="n-keys")
-            alpha = gr.Slider(0, 1, value=1, step=0.05, elem_id="alpha",
-                              label="scale factor: 0 = × 1/√d_k (paper) … 1 = × 1 (no scaling)")
+            factor = gr.Slider(0, 1, value=1, step=scaling.SLIDER_STEP, elem_id="scale-factor",
+                               label="× factor on every q·k of this tab (1 = no scaling)")
             seed = gr.Number(0, precision=0, label="seed", minimum=0, maximum=2**31 - 1, elem_id="seed")
+        with gr.Row():  # the factor in words, and two factors to set (side by side on a projector, stacked on a phone)
+            with gr.Column(scale=4, min_width=320):
+                note = gr.Markdown(scaling.factor_note(page.runs.cfg, 1, 9), elem_id="factor-note")
+            with gr.Column(scale=1, min_width=200):
+                own = gr.Button(f"the model's own: × 1/√{page.runs.cfg.d_k}", size="sm", elem_id="factor-own")
+                none = gr.Button("no scaling: × 1", size="sm", elem_id="factor-none")
         gr.Markdown("### 1 · Dot products grow with d_k")
         with gr.Row():
             var_plot = gr.Plot(label="Variance of q·k", elem_id="variance")
@@ -35,26 +41,30 @@ def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
             weights_plot = gr.Plot(label="Softmax weights for one query", elem_id="softmax-weights")
             curves_plot = gr.Plot(label="Against d_k", elem_id="curves")
         sat_text = gr.Markdown()
-        to_inside = trained_model_section(page, tab, alpha)
+        to_inside = trained_model_section(page, tab, factor)
         gr.Markdown("### 4 · The same, in training\nThe model above was trained *with* 1/√d_k; changing the factor "
                     "afterwards is not training without it. The Lab trained siblings without it (and with additive "
                     "attention): their loss, gradient and entropy curves.")
         to_lab = gr.Button("The same, in training: the Lab →", elem_id="to-lab")
     gr.on([log2_dk.change, seed.change, page.demo.load], listener(scaling.variance_checked, device=device),
           [log2_dk, seed], [var_plot, hist_plot, var_text], api_name="scaling_variance", preprocess=False)
-    gr.on([log2_dk.change, n_keys.change, alpha.change, seed.change, page.demo.load],
-          listener(scaling.saturation_checked, device=device), [log2_dk, n_keys, alpha, seed],
+    gr.on([log2_dk.change, n_keys.change, factor.change, seed.change, page.demo.load],
+          listener(scaling.saturation_checked, device=device), [log2_dk, n_keys, factor, seed],
           [weights_plot, curves_plot, sat_text], api_name="scaling_saturation", preprocess=False)
-    return alpha, to_inside, to_lab
+    gr.on([factor.change, log2_dk.change], listener(scaling.factor_note, page.runs.cfg), [factor, log2_dk], note,
+          queue=False, preprocess=False, show_progress="hidden", **PRIVATE)
+    own.click(lambda: scaling.slider_value(page.runs.cfg.scale), None, factor, queue=False, **PRIVATE)
+    none.click(lambda: 1.0, None, factor, queue=False, **PRIVATE)
+    return factor, to_inside, to_lab
 
 
-def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> gr.Button:
-    """Section 3 of the "Why" tab: the trained model with its 1/√d_k replaced by the factor ``alpha`` picks.
+def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Button:
+    """Section 3 of the "Why" tab: the trained model with its 1/√d_k replaced by the factor ``factor`` picks.
     Returns its button that opens "Inside a head" with that factor."""
     runs, cfg = page.runs, page.runs.cfg
     gr.Markdown(scaling.trained_intro(cfg))
     with gr.Row():
-        text = sentence_box("English sentence", scale=3)
+        text = sentence_box("English sentence", scale=3, elem_id="live-text")
         kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
         layer = layer_slider(cfg, scale=2)
         run_btn = gr.Button("Run the model", variant="primary", scale=1, elem_id="live-run")
@@ -67,8 +77,8 @@ def trained_model_section(page: Page, tab: gr.Tab, alpha: gr.Slider) -> gr.Butto
     summary = gr.Markdown(elem_id="live-summary")
     to_inside = gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
     # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
-    page_and_api([run_btn.click, text.submit, tab.select, alpha.change, kind.change, layer.change],
-                 scaling.live_checked, cfg, runs.attention, runs.trained, inputs=[text, alpha, kind, layer],
+    page_and_api([run_btn.click, text.submit, tab.select, factor.change, kind.change, layer.change],
+                 scaling.live_checked, cfg, runs.attention, runs.trained, inputs=[text, factor, kind, layer],
                  outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
                  preprocess=False, trigger_mode="always_last")
     return to_inside

@@ -9,12 +9,14 @@ an ``Update`` of its text and visibility), then what ``visualise`` shows; ``open
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from viz.views.attention import examples, projector, share
 from viz.views.attention import maps as attention
-from viz.views.outputs import Update, open_tab, skipped
+from viz.views.attention.focus import check_focus
+from viz.views.outputs import SKIP, Update, open_tab, skipped
 
 if TYPE_CHECKING:
     from model.serving.runs import Runs
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 CONTROLS = ("source", "target", "kind", "layer", "head", "present", "colour")  # the Attention tab's, in this order
 N_OUTPUTS = len(CONTROLS) + 1 + len(attention.Visualised._fields)  # the controls, the guide, what a run shows
 LINK_FAILED = "The link's sentence could not be shown; this is the default one."
-Warn = Callable[[str], object]  # the app passes gr.Warning
+Warn = Callable[[str], object]  # the app passes viz.ui.wiring.warn (gr.Warning, its text escaped)
 
 
 def show(runs: Runs, warn: Warn, view: share.View, notes: list[str], *focus) -> tuple:
@@ -37,27 +39,31 @@ def show(runs: Runs, warn: Warn, view: share.View, notes: list[str], *focus) -> 
                                  view.colour, *focus))
 
 
-def open_link(runs: Runs, warn: Warn, tabs: Sequence[str], query: Mapping[str, str]) -> tuple:
-    """The view the page's URL asks for (``query``: its parameters; ``tabs``: the app's tab ids), and its tab;
-    anything unusable in it falls back, with a notice (also as a warning)."""
-    view, notes = share.parse(query, runs.cfg, tabs, attention.DEFAULT_SOURCE)
+def open_link(runs: Runs, warn: Warn, tabs: Sequence[str], query: Mapping[str, str],
+              choices: Mapping[str, Sequence[str]] | None = None, linked: Collection[str] = ()) -> tuple:
+    """The view the page's URL asks for (``query``: its parameters; ``tabs``: the app's tab ids; ``choices``: what
+    the tabs allow for their own parameters, ``share.parse``), its tab opened — unless it is one of ``linked``, the
+    tabs that take their part of the link and open themselves (``viz.ui.wiring.on_link``) — and the parsed link for
+    them. Anything unusable in it falls back, with a notice (also as a warning)."""
+    view, notes = share.parse(query, runs.cfg, tabs, attention.DEFAULT_SOURCE, choices)
     try:
         shown = show(runs, warn, view, notes)
     except ValueError:  # a sentence the model refuses: the default one, said so
         notes = [*notes, LINK_FAILED]
-        shown = show(runs, warn, share.View(attention.DEFAULT_SOURCE, kind=view.kind, tab=view.tab,
-                                            present=view.present, colour=view.colour), notes)
+        view = replace(view, text=attention.DEFAULT_SOURCE, target="", layer=None, head=None)
+        shown = show(runs, warn, view, notes)
     if notes:
         warn(" ".join(notes))
-    return *shown, open_tab(view.tab)
+    return *shown, SKIP if view.tab in linked else open_tab(view.tab), view
 
 
 def pick_example(runs: Runs, warn: Warn, index, present, colour, *focus) -> tuple:
     """The example the menu's ``index`` names, in the presentation mode and colours chosen; the menu's prompt
-    (or anything else) changes nothing."""
-    picked = examples.example_at(index)
+    changes nothing, anything else is an error (``examples.check_example``)."""
+    picked, colour = examples.check_example(index), projector.check_colour(colour)
+    check_focus(*focus)  # checked even when nothing opens
     if picked is None:
         return skipped(N_OUTPUTS)
     view = share.View(picked.sentence, "", picked.kind, picked.layer, picked.head, present=present is True,
-                      colour=projector.check_colour(colour))
+                      colour=colour)
     return show(runs, warn, view, [], *focus)

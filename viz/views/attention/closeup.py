@@ -51,7 +51,7 @@ def toggled(cfg: TransformerConfig, contributions: measures.Contributions, resul
             layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
             hide_special=False) -> tuple[Figure | None, Figure | None, str]:
     """The weights/contributions toggle: both figures redrawn, and the choice for the session to keep."""
-    measure = measures.check_measure(measure)
+    measure = measures.check_measure(measure, null=None)  # the toggle's own value
     figures = views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last,
                     hide_special)
     return (*figures, measure)

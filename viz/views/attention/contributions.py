@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from viz.views.inputs import shown
 from viz.views.outputs import Figure
 
 if TYPE_CHECKING:
@@ -29,12 +30,13 @@ TITLE_NOTE = " · contributions"  # short: the close-up's title has little room
 Contributions = Callable[["AttentionResult", str], "np.ndarray"]  # (result, kind) -> (L, H, Q, K)
 
 
-def check_measure(value) -> str:
-    """WEIGHTS or CONTRIBUTIONS; null (the API, a session before its first toggle) = WEIGHTS."""
-    if value is None:
-        return WEIGHTS
-    if value not in VALUE_NAME:
-        raise ValueError(f"The colour shows {WEIGHTS} or {CONTRIBUTIONS}; got {str(value)[:40]!r}.")
+def check_measure(value, null: str | None = WEIGHTS) -> str:
+    """WEIGHTS or CONTRIBUTIONS; null is ``null`` (WEIGHTS: the API sends none, nor a session before its first
+    toggle; None: the toggle itself always sends one, null is an error)."""
+    if value is None and null is not None:
+        return null
+    if not isinstance(value, str) or value not in VALUE_NAME:
+        raise ValueError(f"The colour shows {WEIGHTS} or {CONTRIBUTIONS}; got {shown(value)}.")
     return value
 
 

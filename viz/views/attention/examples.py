@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from model.terms import EOS_PIECE as EOS
 from model.terms import WORD_MARKER
 from viz.views.attention.context import next_tokens
+from viz.views.inputs import shown
 from viz.vocab import KIND_LABELS
 
 if TYPE_CHECKING:
@@ -102,6 +103,19 @@ def example_at(index) -> Example | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return EXAMPLES[i] if 0 <= i < len(EXAMPLES) and str(i) == str(index).strip() else None
+
+
+def check_example(index) -> Example | None:
+    """The example a menu value names (``example_at``), None for the menu's prompt (``PROMPT``), else a ValueError
+    that names the menu's values."""
+    if isinstance(index, bool) or index is None:
+        picked, prompt = None, False
+    else:
+        picked, prompt = example_at(index), str(index).strip() == str(PROMPT)
+    if picked is None and not prompt:
+        raise ValueError(f"The example must be one of the menu's: {PROMPT} (the prompt) or 0 … {len(EXAMPLES) - 1}; "
+                         f"got {shown(index)}.")
+    return picked
 
 
 def find(text: str, kind: str, layer: int, head: int) -> Example | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from model.terms import BOS_PIECE, EOS_PIECE, MAX_TOKENS
-from viz.views.inputs import whole_number
+from viz.views.inputs import shown, whole_number
 
 SPECIAL = (BOS_PIECE, EOS_PIECE)  # BOS (first decoder position) and EOS (last source token)
 LONG_TOKENS = 30  # more tokens than this on an axis: upright column labels, thinned as needed
@@ -51,13 +51,13 @@ NO_FOCUS = Focus()
 
 def check_focus(first=1, last=None, hide_special=False) -> Focus:
     """The close-up's focus from the page or the API: positions 1 … ``MAX_TOKENS`` (``last`` = ``MAX_TOKENS`` or
-    null = to the end) and whether <s>/</s> are hidden (true/false, null = false)."""
+    null = to the end) and whether <s>/</s> are hidden (true or false)."""
     first = whole_number(1 if first is None else first, "The close-up's first token", 1, MAX_TOKENS)
     last = whole_number(MAX_TOKENS if last is None else last, "The close-up's last token", 1, MAX_TOKENS)
     if last < first:
         raise ValueError(f"The close-up's last token ({last}) comes before its first ({first}): swap them.")
-    if hide_special not in (None, True, False):
-        raise ValueError(f"Hiding <s> and </s> is true or false; got {hide_special!r:.40}.")
+    if not isinstance(hide_special, bool):
+        raise ValueError(f"Hiding <s> and </s> is true or false; got {shown(hide_special)}.")
     return Focus(first, None if last == MAX_TOKENS else last, bool(hide_special))
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from model.terms import KINDS
 from viz import margins
 from viz.heatmaps import detail_spec, overview_spec
+from viz.text import PIECE_NOTE, md_escape, piece_example
 from viz.views.attention import projector
 from viz.views.attention.context import DECODER_KINDS, export_title, next_tokens, with_export
 from viz.views.attention.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
@@ -94,7 +95,7 @@ def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: st
     if result is None:
         return None
     kind, layer, head = check_view(cfg, kind, layer, head)
-    colour, present = projector.check_colour(colour or "fixed"), present is True
+    colour, present = projector.check_colour(colour), present is True
     focus = check_focus(first, last, hide_special)
     filename = f"{kind}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}"
     return head_plot(result, kind, layer, head, KIND_LABELS[kind], filename, present, colour, focus)
@@ -112,12 +113,16 @@ def views(cfg: TransformerConfig, result: AttentionResult | None, kind: str, lay
 
 
 def status_text(result: AttentionResult, device_label: str) -> str:
-    """What is shown (the model's translation or the user's), the token counts, the device, and any warnings."""
+    """What is shown (the model's translation or the user's), the token counts, the device, what the "·" of a word
+    piece means (with a word of this sentence, where it has one), and any warnings."""
     mode = "the translation you gave (teacher forcing)" if result.teacher_forced else "the model's greedy translation"
     lines = [
         f"Showing {mode}: {len(result.source_tokens)} source tokens, {len(result.target_tokens)} decoder positions. "
         f"Model on **{device_label}**."
     ]
+    example = piece_example([*result.source_tokens, *result.target_tokens])
+    if example:
+        lines.append(f"{PIECE_NOTE}: {md_escape(example)}.")
     lines += [f"⚠️ {w}" for w in result.warnings]
     return "\n\n".join(lines)
 
@@ -143,7 +148,7 @@ def visualise(runs: Runs, warn: Callable[[str], object], text: str, target_text:
     # The state keeps only the key (session); the maps stay in runs.cache, shared and bounded in bytes.
     session, result = runs.session(check_text(text), check_text(target_text, "given translation"))
     for warning in result.warnings:
-        warn(warning)  # the app passes gr.Warning: a toast
+        warn(warning)  # the app passes viz.ui.wiring.warn: a popup (gr.Warning)
     status = status_text(result, runs.translator.device_label)
     return Visualised(result.translation, status, *views(cfg, result, kind_, layer_, head_, present_, colour_, *focus),
                       session)

@@ -25,6 +25,7 @@ import re
 import numpy as np
 
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
+from viz.views.inputs import shown
 
 COLOUR_MODES = ("fixed", "auto", "row")
 COLOUR_CHOICES = [("0 – 1", "fixed"), ("0 – largest", "auto"), ("per row", "row")]
@@ -38,8 +39,8 @@ _WEIGHT = "%{z:.3f}"
 
 
 def check_colour(mode) -> str:
-    if mode not in COLOUR_MODES:
-        raise ValueError(f"Colour scale must be one of {', '.join(COLOUR_MODES)}.")
+    if not isinstance(mode, str) or mode not in COLOUR_MODES:
+        raise ValueError(f"Colour scale must be one of {', '.join(COLOUR_MODES)}; got {shown(mode)}.")
     return mode
 
 

@@ -1,0 +1,186 @@
+"""Headless Chromium, the tabs after the Attention tab: a click -> the figures it changes drawn, against a click -> echo
+shown on the same page and queue (``bench.browser``'s floor, ``python -m bench.serve``), the Attention tab's rule
+(at most 3× the echo).
+
+Each interaction is clicked with the mouse (Playwright) once the page is quiet (no change for ``QUIET_MS``); its time
+runs from the click's pointerdown to the last of its figures drawn (the page script's ``attn-drawn`` event on each,
+``assets/web/draw.js``), measured in the page with ``performance.now()``. After each, once the page is quiet again,
+the echo is clicked. The interactions:
+
+* Decoding: a step (Next ▶, then ◀ Previous: drawn in the page from every step's view it holds, no round trip), its
+  Reveal (predict, then reveal; no round trip either) and a head (a round trip: every step's view for that head);
+* Inside a head: a new query (a round trip: the head computed for it, every panel drawn);
+* Head analysis: a statistic from its menu (a round trip: the grid drawn);
+* Why 1/√d_k: a run of the trained model with the scale factor replaced, a sentence never sent before each time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from bench.browser import CHROMIUM, CHROMIUM_ARGS, CLICK_TO_ECHO, QUIET, QUIET_MS, SET_TEXT, new_text
+from bench.common import app_process, is_loopback, stats
+from viz.views.head_analysis import STAT_CHOICES
+
+GOAL = 3.0  # each interaction ÷ the echo on the same page
+# Arms a watch for the next click: t0 is its pointerdown (the event's own time stamp), the end the last of these
+# plots' attn-drawn events; window.benchDone resolves to the milliseconds between.
+WATCH = """([ids, timeout]) => {
+  const pending = new Set(ids);
+  let t0 = null;
+  const start = (ev) => { t0 = ev.timeStamp; };
+  document.addEventListener('pointerdown', start, {capture: true, once: true});
+  window.benchDone = new Promise((resolve, reject) => {
+    const onDrawn = (ev) => {
+      const id = ids.find((i) => ev.target.closest && ev.target.closest(`#${i}`));
+      if (t0 === null || !id) return;
+      pending.delete(id);
+      if (pending.size) return;
+      document.removeEventListener('attn-drawn', onDrawn);
+      clearTimeout(timer);
+      resolve(performance.now() - t0);
+    };
+    const timer = setTimeout(() => {
+      document.removeEventListener('attn-drawn', onDrawn);
+      reject(new Error(`not drawn within ${timeout} ms: ${[...pending]}`));
+    }, timeout);
+    document.addEventListener('attn-drawn', onDrawn);
+  });
+  return true;
+}"""
+DECODING = ("decode-top5", "decode-self", "decode-cross")
+INSIDE = ("in-scores", "in-figure2", "in-projections", "in-head_output", "in-footnote4", "in-contributions")
+LIVE = ("live-normal", "live-changed", "live-entropy")
+LABELS = {"decoding": "Decoding, step by step", "inside": "Inside a head", "heads": "Head analysis",
+          "scaling": "Why 1/√d_k"}
+ROWS = {  # key -> what the table calls it
+    "decoding_step": "Decoding: a step (Next / Previous) → its three figures drawn, no round trip",
+    "decoding_reveal": "Decoding: Reveal → the top 5 drawn, no round trip",
+    "decoding_head": "Decoding: a head → the two attention rows drawn (every step's view for it)",
+    "inside_query": "Inside a head: a new query → every panel drawn",
+    "heads_stat": "Head analysis: a statistic → the grid drawn",
+    "scaling_run": "Why 1/√d_k: a run (a new sentence, the scale replaced) → its three figures drawn",
+}
+
+
+def select_tab(page, tab_id: str, shown: str, timeout_ms: float) -> None:
+    """Open a tab (from Gradio's "More tabs" menu where the row has no room for it) until ``shown`` has drawn."""
+    tab = page.locator(f"[role=tab][data-tab-id={tab_id}]")
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+    else:
+        page.get_by_role("button", name="More tabs").click()
+        page.locator(".overflow-dropdown button", has_text=LABELS[tab_id]).click()
+    page.wait_for_selector(shown, timeout=timeout_ms)
+
+
+def timed(page, ids: tuple[str, ...], click: Callable[[], None], timeout_ms: float) -> tuple[float, float]:
+    """(click -> ``ids`` drawn, then click -> echo shown), in seconds, each clicked once the page is quiet."""
+    page.evaluate(QUIET, QUIET_MS)
+    page.evaluate(WATCH, [list(ids), timeout_ms])
+    click()
+    drawn = page.evaluate("() => window.benchDone")
+    text = f"echo {time.monotonic_ns()}"
+    page.evaluate(SET_TEXT, ["#echo-in textarea", text])
+    page.evaluate(QUIET, QUIET_MS)
+    echo = page.evaluate(CLICK_TO_ECHO, [text, timeout_ms])
+    return drawn / 1000, echo / 1000
+
+
+def measure(url: str, repeats: int, log: Callable[[str], None] = print, timeout_ms: float = 60_000) -> dict:
+    from playwright.sync_api import sync_playwright  # test requirement only
+
+    times: dict[str, list[float]] = {key: [] for key in ROWS}
+    echoes: list[float] = []
+    offsite: list[str] = []
+
+    def run(key: str, ids: tuple[str, ...], click: Callable[[], None], warm_up: bool = False) -> None:
+        drawn, echo = timed(page, ids, click, timeout_ms)
+        if not warm_up:
+            times[key].append(drawn)
+            echoes.append(echo)
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("request", lambda req: None if is_loopback(req.url) else offsite.append(req.url))
+            page.goto(url, wait_until="load", timeout=60_000)
+            page.wait_for_selector("#overview .js-plotly-plot", timeout=90_000)
+            page.wait_for_function("() => document.querySelector('#translation textarea').value !== ''",
+                                   timeout=60_000)
+
+            # the Attention tab's sentence, taken over
+            select_tab(page, "decoding", "#decode-cross .js-plotly-plot .main-svg", timeout_ms)
+            for i in range(repeats + 1):
+                run("decoding_step", DECODING, lambda: page.click("#step-next"), warm_up=not i)
+                run("decoding_step", DECODING, lambda: page.click("#step-prev"), warm_up=not i)
+            for i in range(repeats + 1):  # one head, then the mean, each a change
+                head = 1 + i % 8
+                run("decoding_head", ("decode-self", "decode-cross"),
+                    lambda h=head: page.click(f"#decode-head label:has(input[value='{h}'])"), warm_up=not i)
+                run("decoding_head", ("decode-self", "decode-cross"),
+                    lambda: page.click("#decode-head label:has(input[value='0'])"), warm_up=not i)
+            page.get_by_label("Predict, then reveal").check()
+            page.evaluate(QUIET, QUIET_MS)
+            for i in range(repeats + 1):  # a new step starts hidden; then Reveal
+                page.click("#step-next" if i % 2 == 0 else "#step-prev")
+                page.wait_for_function("() => /Next token: hidden/.test(document.querySelector('#decode-status')"
+                                       ".textContent)", timeout=timeout_ms)
+                run("decoding_reveal", ("decode-top5",), lambda: page.click("#reveal"), warm_up=not i)
+            page.get_by_label("Predict, then reveal").uncheck()
+            log(f"  tabs: decoding step {stats(times['decoding_step'])['median_ms']:.0f} ms, "
+                f"reveal {stats(times['decoding_reveal'])['median_ms']:.0f} ms, "
+                f"head {stats(times['decoding_head'])['median_ms']:.0f} ms")
+
+            select_tab(page, "heads", "#heads-grid .js-plotly-plot .main-svg", timeout_ms)
+            labels = [label for label, stat in STAT_CHOICES if stat in ("entropy", "confidence", "spread", "previous")]
+            for i in range(2 * repeats + 1):
+                page.click("#heads-stat input")  # the menu open (not timed), then an option
+                option = page.get_by_role("option", name=labels[i % len(labels)], exact=True)
+                run("heads_stat", ("heads-grid",), option.click, warm_up=not i)
+            log(f"  tabs: heads statistic {stats(times['heads_stat'])['median_ms']:.0f} ms")
+
+            select_tab(page, "scaling", "#live-entropy .js-plotly-plot .main-svg", timeout_ms)
+            for i in range(repeats + 1):
+                page.evaluate(SET_TEXT, ["#live-text textarea", new_text(100 + i)])
+                page.wait_for_timeout(50)  # Svelte takes the value
+                run("scaling_run", LIVE, lambda: page.click("#live-run"), warm_up=not i)
+            log(f"  tabs: scaling run {stats(times['scaling_run'])['median_ms']:.0f} ms")
+
+            select_tab(page, "inside", "#in-scores .js-plotly-plot .main-svg", timeout_ms)
+            n_queries = page.locator("#in-query input[type=radio]").count()
+            for i in range(2 * repeats + 1):  # the next query each time
+                shown = int(page.locator("#in-query input[type=radio]:checked").get_attribute("value"))
+                query = (shown + 1) % n_queries
+                run("inside_query", INSIDE, lambda q=query: page.click(f"#in-query label:has(input[value='{q}'])"),
+                    warm_up=not i)
+            log(f"  tabs: inside query {stats(times['inside_query'])['median_ms']:.0f} ms")
+        finally:
+            browser.close()
+    echo = stats(echoes)
+    out: dict = {"echo": echo, "offsite_requests": len(offsite)}
+    for key, samples in times.items():
+        s = stats(samples)
+        out[key] = {**s, "ratio": s["median_ms"] / echo["median_ms"]}
+    log(f"  tabs: echo {echo['median_ms']:.0f} ms; ratios "
+        + ", ".join(f"{key} {out[key]['ratio']:.1f}" for key in ROWS))
+    return out
+
+
+def rows(r: dict) -> list[tuple[str, str, str, str]]:
+    """The table's rows: each interaction (median / p95) and its ratio to the echo on the same page."""
+    out = [("Browser, other tabs: click → echo shown (median / p95)",
+            f"{r['echo']['median_ms']:.0f} / {r['echo']['p95_ms']:.0f} ms", "", "")]
+    for key, what in ROWS.items():
+        s = r[key]
+        out.append((f"Browser, other tabs: {what} (median / p95; ÷ echo)",
+                     f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms; {s['ratio']:.1f}×", f"≤ {GOAL:.0f}×",
+                     "yes" if s["ratio"] <= GOAL else "**no**"))
+    return out
+
+
+def run(quick: bool, log: Callable[[str], None] = print) -> dict:
+    with app_process(("-m", "bench.serve")) as app:
+        return measure(app.url, 3 if quick else 8, log=log)

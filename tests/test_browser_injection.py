@@ -1,0 +1,82 @@
+"""HTML typed into every text box of every tab stays text: in the figures, the notices and the popups.
+
+Gradio 6.31.0 renders an error or warning popup's message as HTML, and a Markdown notice renders HTML and
+Markdown: a message that quotes a typed value must quote it as text (``viz.ui.patches.escape_message``). Inside a
+head's scale box once turned ``<a href=…>EVIL</a>`` + Enter into a live link in the red popup.
+"""
+
+from __future__ import annotations
+
+import time
+
+from helpers.browser import PAYLOAD, assert_not_injected, open_app
+from playwright.sync_api import Page, expect
+
+LINK = '<a href="https://evil.example/">EVIL</a>'
+TYPED = f"A dog {LINK} {PAYLOAD} [EVIL](https://evil.example/) $$x$$ runs."
+BOXES = "textarea:visible, input[type=text]:visible, input:not([type]):visible"  # text boxes and menus' boxes
+# What typed HTML, Markdown or maths would leave in the page, popups included
+FOUND = """() => ({
+    links: document.querySelectorAll('a[href*="evil.example"]').length,
+    maths: [...document.querySelectorAll('.katex')].filter((k) => /^x+$/.test(k.textContent.replace(/\\s/g, '')))
+        .length,
+    inPopups: document.querySelectorAll('[data-testid="toast-body"] :is(a, img, b, script)').length,
+})"""
+SETTLE_S = 300  # generous: a 100-token sentence's views, on a busy machine
+POPUPS = "() => [...document.querySelectorAll('[data-testid=\"toast-body\"]')].map((t) => t.textContent)"
+
+
+class Traffic:
+    """The page's requests to the app's queue in flight (each answer's stream ends when its events are done)."""
+
+    def __init__(self, page: Page):
+        self.started, self.open = 0, set()
+        page.on("request", self._start)
+        page.on("requestfinished", self._end)
+        page.on("requestfailed", self._end)
+
+    def _start(self, request) -> None:
+        if "/gradio_api/queue/" in request.url or "/gradio_api/run/" in request.url:  # not the heartbeat's stream
+            self.started += 1
+            self.open.add(request)
+
+    def _end(self, request) -> None:
+        self.open.discard(request)
+
+    def settle(self, page: Page, since: int) -> None:
+        """Until the requests a step started (if it starts any within a few seconds) have all ended."""
+        deadline = time.monotonic() + 3
+        while self.started == since and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        deadline = time.monotonic() + SETTLE_S
+        while self.open and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        assert not self.open, [r.url for r in self.open]
+
+
+def test_html_typed_into_every_box_of_every_tab_stays_text_popups_included(page: Page, server: str):
+    traffic = Traffic(page)
+    open_app(page, server)
+    typed, popups = [], set()
+    for k in range(page.get_by_role("tab").count()):  # by place: a tab's label is not what this tests
+        since, button = traffic.started, page.get_by_role("tab").nth(k)
+        tab = button.inner_text()
+        button.click()
+        expect(button).to_have_attribute("aria-selected", "true")
+        traffic.settle(page, since)
+        for i in range(page.locator(BOXES).count()):
+            box = page.locator(BOXES).nth(i)
+            if not box.is_editable():
+                continue
+            since = traffic.started
+            box.fill(TYPED)
+            box.press("Enter")
+            box.press("Escape")  # a menu's list closes
+            traffic.settle(page, since)
+            typed.append(f"{tab}: {box.get_attribute('aria-label') or box.get_attribute('placeholder') or i}")
+            assert page.evaluate(FOUND) == {"links": 0, "maths": 0, "inPopups": 0}, typed[-1]
+            assert_not_injected(page)
+            popups.update(page.evaluate(POPUPS))
+    assert len(typed) >= 6 and {t.split(":")[0] for t in typed} >= {"Attention", "Inside a head"}, typed
+    # Inside a head's scale box says what it got: the typed text, shown as text in the popup
+    assert any(LINK[:30] in text for text in popups), popups

@@ -1,0 +1,186 @@
+"""Inside a head, "whole matrices": Equation (1) for every query at once (``model.probes.matrices.head_matrices``,
+figures ``viz.matrices``), beside the one-query view (``viz.views.inside_head``), and the tab's choice between them.
+
+The tab's view is ``VIEWS``: "query" (one query, step by step) or "matrix" (whole matrices). A click on a row of a
+whole-matrix figure opens the one-query view on that query (the page script sends "row,time", ``row_opened``).
+Where the tab opens: ``opening`` — the head and query the model picks for footnote 4
+(``model.probes.matrices.footnote4_pick``) while the Attention tab shows its own default head, else that tab's head.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from viz import matrices as figs
+from viz.text import md_escape
+from viz.views.attention.maps import check_view as attention_view
+from viz.views.attention.share import View, opens, sharpest_head
+from viz.views.inside_head import (
+    NO_SENTENCE,
+    check_query,
+    check_view,
+    factor_from_text,
+    follow,
+    inside_head_view,
+    row_clicked,
+    row_from_click,
+    take_over,
+)
+from viz.views.outputs import SKIP, Figure, Update, finish_figure, open_tab, skipped
+from viz.vocab import KIND_LABELS, MEAN
+
+if TYPE_CHECKING:  # for the type hints only: this module needs no torch
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
+    from model.probes.matrices import Footnote4Pick, HeadMatrices
+
+VIEWS = [("One query, step by step", "query"), ("Whole matrices: every query at once", "matrix")]
+QUERY, MATRIX = (value for _, value in VIEWS)
+PLOT_LABELS = {  # the whole-matrix figures' gr.Plot labels, by MatrixView field
+    "projections": "X → Q, K, V", "scores": "① Q Kᵀ", "scaled": "② ÷ √d_k", "masked": "③ + mask",
+    "weights": "④ softmax", "output": "· V → head → Concat → W^O",
+}
+N_QUERY_OUTPUTS = 8  # InsideHeadView's fields
+N_MATRIX_OUTPUTS = 8  # MatrixView's fields
+Matrices = Callable[..., "HeadMatrices"]  # (result, kind, layer, head, factor) -> HeadMatrices
+Pick = Callable[..., "Footnote4Pick"]  # (result, kind) -> Footnote4Pick
+
+
+class MatrixView(NamedTuple):
+    """The whole-matrix outputs, in the order the tab lists them."""
+
+    markdown: str  # what is shown, and how to use it
+    projections: Figure
+    scores: Figure
+    scaled: Figure
+    masked: Figure
+    weights: Figure
+    output: Figure
+    table: str  # the steps as a table
+
+
+def check_mode(value) -> str:
+    if value not in (QUERY, MATRIX):
+        raise ValueError(f"view must be {QUERY!r} or {MATRIX!r}, got {value!r}")
+    return value
+
+
+def matrix_view(hm: HeadMatrices, query: int | None = None) -> MatrixView:
+    """Every whole-matrix figure (``query``, the one-query view's, outlined) and their steps as a table."""
+    name = f"{hm.kind}_layer{hm.layer}_head{hm.head}"
+    stages = {stage: finish_figure(figs.stage_spec(hm, stage, query), f"{name}_{stage}") for stage in figs.STAGES}
+    return MatrixView(markdown=matrix_header(hm), table=matrix_table(hm),
+                      projections=finish_figure(figs.projections_spec(hm, query), f"{name}_projections"),
+                      output=finish_figure(figs.output_spec(hm, query), f"{name}_output"), **stages)
+
+
+def matrix_header(hm: HeadMatrices) -> str:
+    """Which head, and how to use the figures (and the sentence's warnings, if any)."""
+    warnings = "".join(f"\n\n⚠️ {md_escape(w)}" for w in hm.sentence.warnings)
+    return (f"**{KIND_LABELS[hm.kind]}, layer {hm.layer}, head {hm.head}: Equation (1) for all "
+            f"{len(hm.query_tokens)} queries at once.** Hover a cell for its value; click a row to open that query "
+            "step by step." + warnings)
+
+
+def matrix_table(hm: HeadMatrices) -> str:
+    """The steps of Equation (1) as matrices: symbol, shape and what it holds here, from the model's own matrices
+    (three narrow columns: they read on a phone)."""
+    n_q, n, d, dk, h, i = len(hm.query_tokens), len(hm.key_tokens), hm.d_model, hm.d_k, hm.n_heads, hm.head
+    allowed = hm.scores[~hm.masked].astype(np.float64)
+    rows = hm.weights.astype(np.float64).sum(-1)
+    top = hm.weights.max(-1)
+    kv = "X = the encoder output" if hm.kind == "cross" else "the same X"
+    lines = [
+        "| step | shape | here |", "|---|---|---|",
+        f"| `X` | {n_q} × {d} | the sub-layer's input, a row per query |",
+        f"| `Q = X W^Q_{i} + b` | {n_q} × {dk} | the queries |",
+        f"| `K = X W^K_{i} + b` | {n} × {dk} | the keys, from {kv} |",
+        f"| `V = X W^V_{i} + b` | {n} × {dk} | the values, from {kv} |",
+        f"| ① `S = Q Kᵀ` | {n_q} × {n} | std {allowed.std():.3g} (√d_k = {math.sqrt(dk):.3g}) |",
+        f"| ② `S × {hm.scale:.3g}` | {n_q} × {n} | "
+        f"{'÷ √d_k' if hm.scaled_as_trained else 'the chosen factor'}: std {allowed.std() * hm.scale:.3g} |",
+        f"| ③ `+ M` | {n_q} × {n} | "
+        + (f"{int(hm.masked.sum())} cells −∞ (a key after its query) |" if hm.masked.any() else "nothing masked |"),
+        f"| ④ `A = softmax(…)` | {n_q} × {n} | rows sum to 1 (±{np.abs(rows - 1).max():.1e}); largest weight in a "
+        f"row {top.min():.2f} … {top.max():.2f} |",
+        f"| `head_{i} = A V` | {n_q} × {dk} | this head's output |",
+        f"| `Concat(head_1..{h})` | {n_q} × {h * dk} | all {h} heads |",
+        f"| `· W^O + b` | {n_q} × {d} | MultiHead(Q, K, V); then Add & Norm (one-query view (d)) |",
+    ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- the tab's listener
+def show(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: AttentionResult | None, mode,
+         kind, layer, head, query, factor_text="") -> tuple:
+    """The tab's draw: the one-query outputs, the whole-matrix outputs (the hidden view's left as they are), and each
+    view's visibility."""
+    if result is None:
+        raise ValueError(NO_SENTENCE)
+    mode = check_mode(mode)
+    kind, layer, head = check_view(cfg, kind, layer, head)
+    query = check_query(query, result.tokens(kind)[0])
+    factor = factor_from_text(factor_text)
+    if mode == QUERY:
+        one = tuple(inside_head_view(inside(result, kind, layer, head, query, factor)))
+        many = skipped(N_MATRIX_OUTPUTS)
+    else:
+        one = skipped(N_QUERY_OUTPUTS)
+        many = tuple(matrix_view(matrices(result, kind, layer, head, factor), query))
+    return (*one, *many, Update(visible=mode == QUERY), Update(visible=mode == MATRIX))
+
+
+def seen_key(result: AttentionResult, kind, layer, head) -> str:
+    """The Attention tab's view as the tab saw it when it last opened: sentence (source and decoder tokens), kind,
+    layer and head."""
+    return repr((result.source_text, tuple(result.target_tokens), result.teacher_forced, kind, layer, head))
+
+
+def opening(cfg: TransformerConfig, pick: Pick, result: AttentionResult | None, seen: str | None, a_kind, a_layer,
+            a_head) -> tuple:
+    """The tab opens: (kind, layer, head, the query chips with their choice, the view seen, the note of a click on a
+    row of the mean's close-up: gone with a new view). Nothing changes while
+    the Attention tab shows what it showed when this tab last opened (``seen``). Else the tab follows the Attention
+    tab's head (``follow``), unless that tab shows its own default — the sharpest head it opens on, or the mean —
+    then it opens on the head and query the model picks for footnote 4 (``pick``), of the same kind."""
+    if result is None:
+        raise ValueError(NO_SENTENCE)
+    a_kind, a_layer, a_head = attention_view(cfg, a_kind, a_layer, a_head)
+    key = seen_key(result, a_kind, a_layer, a_head)
+    if seen == key:
+        return SKIP, SKIP, SKIP, SKIP, SKIP, SKIP
+    if a_head != MEAN and (a_layer, a_head) != sharpest_head(result.maps(a_kind)):
+        *picked, chips, query = follow(cfg, result, a_kind, a_layer, a_head, 0)
+        return *picked, Update(choices=chips, value=query), key, ""
+    *_, chips, _ = follow(cfg, result, a_kind, a_layer, 1, 0)
+    p = pick(result, a_kind)
+    return p.kind, p.layer, p.head, Update(choices=chips, value=p.query), key, ""
+
+
+def row_opened(result: AttentionResult | None, kind, message: str) -> tuple:
+    """A click on a row of a whole-matrix figure ("row,time"): the one-query view on that query; else no change."""
+    row = row_from_click(message)
+    if result is None or row is None or row >= len(result.tokens(kind)[0]):
+        return SKIP, SKIP
+    return QUERY, row
+
+
+def close_up_row(cfg: TransformerConfig, message: str, result: AttentionResult | None, kind, layer, head) -> tuple:
+    """A click on a row of the Attention tab's close-up: ``row_clicked``'s outputs (this tab on that query), and
+    the view seen (``seen_key``), so that the tab's opening keeps the clicked query."""
+    out = row_clicked(cfg, message, result, kind, layer, head)
+    return (*out, SKIP if out[0] is SKIP else seen_key(result, *attention_view(cfg, kind, layer, head)))
+
+
+def open_link(cfg: TransformerConfig, link: View | None, result: AttentionResult | None, kind, layer, head) -> tuple:
+    """A link that names this tab (viz.views.attention.share): the Attention tab's kind, layer and head, opened from
+    the same link, with the link's query (``take_over``'s outputs), the view seen (``seen_key``: the tab's opening
+    keeps them), then the tab opened; any other link (or none yet) changes nothing."""
+    if not opens(link, "inside") or result is None:
+        return skipped(6)
+    seen = seen_key(result, *attention_view(cfg, kind, layer, head))
+    return *take_over(cfg, result, kind, layer, head, link.query or 0), seen, open_tab("inside")
