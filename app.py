@@ -32,6 +32,7 @@ from model.serving.cache import fixed_mmap_threshold
 from model.serving.runs import Runs
 from viz.ui.endpoints import build_endpoints
 from viz.ui.guards import guarded
+from viz.ui.lecture import build_lecture
 from viz.ui.limits import fair_queue, raw_json_answers
 from viz.ui.logs import bounded_logs
 from viz.ui.patches import answer_every_value, lean_sessions, progress_on_components
@@ -84,6 +85,7 @@ def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
             build_lab(page, to_lab)  # the Why tab's "the same, in training" opens it
             build_model_card(page)
             open_linked_tabs(page)  # a link's view, on the tab it names (each tab's part: viz.ui.wiring.on_link)
+        build_lecture(page)  # ?lecture=1&stop=N: a stop's view (a link), its caption bar and its mark
         build_endpoints(runs)
     progress_on_components(demo)
     answer_every_value(demo)  # too few, too many or unusable values: a message (viz.ui.patches)

@@ -1,5 +1,6 @@
-"""Screenshots of the app to look at (they are not tests): every tab, the alignment view, presentation mode and a
-100-token sentence's close-up, at a projector's 1280×720 and a phone's 390×844, light and dark.
+"""Screenshots of the app to look at (they are not tests): every tab, the alignment view, presentation mode (on every
+tab too: ``present-<tab>``) and a 100-token sentence's close-up, at a projector's 1280×720 and a phone's 390×844,
+light and dark.
 
     python -m bench.screenshots                      # starts `python app.py` on a free loopback port
     python -m bench.screenshots --only present --only 'tab-*-390x844-dark'
@@ -160,6 +161,24 @@ def attention_shots(s: Session) -> None:
         page.wait_for_function("() => !document.body.classList.contains('attn-present')")
 
 
+def present_shots(s: Session) -> None:
+    """Every other tab in presentation mode (switched on on the Attention tab, as a presenter does)."""
+    chosen = [tab for tab in TABS if s.wanted(s.name(f"present-{tab[1]}"))]
+    if not chosen:
+        return
+    page = s.page
+    select_tab(page, "Attention", "attention")
+    page.locator("#present input").check()
+    page.wait_for_function("() => document.body.classList.contains('attn-present')")
+    for label, tab_id, selectors, functions in chosen:
+        select_tab(page, label, tab_id)
+        wait_drawn(page, selectors, functions)
+        s.shoot(f"present-{tab_id}")
+    select_tab(page, "Attention", "attention")
+    page.locator("#present input").uncheck()
+    page.wait_for_function("() => !document.body.classList.contains('attn-present')")
+
+
 def long_shots(s: Session) -> None:
     """A 100-token sentence (the longest the model takes): the page and its close-up."""
     page = s.page
@@ -199,6 +218,7 @@ def shoot_one(browser, url: str, width: int, height: int, theme: str, wanted: Ca
                 select_tab(page, label, tab_id)
                 wait_drawn(page, selectors, functions)
                 s.shoot(f"tab-{tab_id}")
+        present_shots(s)
         if s.wanted(s.name("long-100-tokens")):
             long_shots(s)
     finally:
@@ -206,7 +226,8 @@ def shoot_one(browser, url: str, width: int, height: int, theme: str, wanted: Ca
     return s
 
 
-SHOT_NAMES = ("tab-attention", "alignment", "present", *(f"tab-{tab[1]}" for tab in TABS), "long-100-tokens")
+SHOT_NAMES = ("tab-attention", "alignment", "present", *(f"tab-{tab[1]}" for tab in TABS),
+              *(f"present-{tab[1]}" for tab in TABS), "long-100-tokens")
 
 
 @contextlib.contextmanager

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from helpers.browser import new_page, open_app
 from helpers.layout import PHONE_PROBLEMS
-from helpers.scripts import GD, HAS_HEATMAP
-from playwright.sync_api import Browser, Page
+from helpers.scripts import FIGURES_STILL, GD, HAS_HEATMAP
+from playwright.sync_api import Browser, Page, expect
 
 PHONE, WIDE = (390, 844), (1280, 720)
 # what shows that a tab is drawn: selectors, then page functions
@@ -31,19 +31,6 @@ DRAWN = {
     "lab": (("#lab-summary",), ("() => !!document.querySelector('#lab-heads .main-svg') || (document.querySelector("
                                 "'#lab-summary')?.textContent || '').includes('still training')",)),
 }
-# Resolves once every figure's boxes have kept still for 10 animation frames and 300 ms (Gradio resizes a plot
-# after drawing it; fonts may still load)
-STILL = """async () => {
-    await document.fonts.ready;
-    const shape = () => JSON.stringify([...document.querySelectorAll('.js-plotly-plot .main-svg, svg text')]
-        .map((e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; }));
-    let last = shape(), frames = 0, since = performance.now();
-    while (frames < 10 || performance.now() - since < 300) {
-        await new Promise((r) => requestAnimationFrame(r));
-        const now = shape();
-        if (now !== last) { frames = 0; since = performance.now(); last = now; } else frames++;
-    }
-}"""
 
 
 def open_tab(page: Page, server: str, tab: str, query: str = "") -> None:
@@ -56,7 +43,7 @@ def open_tab(page: Page, server: str, tab: str, query: str = "") -> None:
         page.locator(selector).first.wait_for(state="visible")
     for function in functions:
         page.wait_for_function(function)
-    page.evaluate(STILL)
+    page.evaluate(FIGURES_STILL)
 
 
 CELLS = f"""() => [...({GD})('heads-grid').querySelectorAll('.heatmap-label text')]
@@ -174,5 +161,5 @@ def test_on_a_wide_screen_too_and_the_word_piece_dot_is_explained(browser: Brows
         status = page.inner_text("#status")
         assert "“·” marks a word piece that continues the word before it" in status
         assert "juggle ·r = juggler" in status or "perform ·s = performs" in status, status
-        page.locator("#attention-tab .how-to-read").first.click()  # unfolded
-        assert "continues the word before it" in page.locator("#attention-tab .how-to-read").first.inner_text()
+        page.locator("#attention-tab .how-to-read").first.click()  # unfolded (Gradio draws its text as it opens)
+        expect(page.locator("#attention-tab .how-to-read").first).to_contain_text("continues the word before it")

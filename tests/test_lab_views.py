@@ -39,6 +39,13 @@ def test_verdicts_say_whether_a_claim_reproduces_beyond_the_seed_noise():
     assert "d_k = 24" in lines[1] and "within the seed noise of 0.50 — the claim does not reproduce" in lines[1]
     assert lines[2].startswith("Table 3 (A): one head scores -1.10 test BLEU against the best multi-head sibling "
                                "(h = 8), beyond")
+    # one seed each: however large the difference, the verdict waits for the seed noise
+    one_seed = verdicts({"runs": [entry("h8", 8, [34.2]), entry("h1", 1, [34.7]),
+                                  entry("h1-unscaled", 1, [2.3], False)]})
+    assert one_seed[0] == ("Footnote 4 at d_k = 192: without 1/√d_k the test BLEU is -32.40 against the scaled model, "
+                           "with the seed noise not measured yet — not decided until a second seed has measured the "
+                           "seed noise.")
+    assert "reproduce" not in one_seed[-1] and "not decided" in one_seed[-1]
     partial = verdicts({"runs": [entry("h8", 8, [30.0])]})
     assert partial[0] == "Footnote 4 at d_k = 192: not measured yet (h1 and h1-unscaled must both finish)."
 

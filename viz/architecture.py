@@ -331,8 +331,8 @@ def figure2_svg(cfg: TransformerConfig) -> str:
                  f"(as implemented, one d_model × d_model Linear with bias for all heads: {lin:,} parameters)")
         o.append(_box(x - 40, 350, 80, 30, "linear", title, "Linear", params=lin, shadows=2))
         o.append(_arrow(m, (x, 412), (x, 380)) + _text(x, 428, name, 13, weight="700") + _arrow(m, (x, 340), (x, 290)))
-    o.append(_note(rc - 160, 362, "W_i^Q, W_i^K, W_i^V:", "end", 11))
-    o.append(_note(rc - 160, 377, f"{d} × {dk}, i = 1 … {h}", "end", 11))
+    o.append(_note(rc - 160, 359, "W_i^Q, W_i^K, W_i^V:", "end", 11))
+    o.append(_note(rc - 160, 380, f"{d} × {dk}, i = 1 … {h}", "end", 11))
     o.append(_box(rc - 140, 240, 280, 50, "matmul", f"Scaled dot-product attention, run by h = {h} heads in parallel, "
                   f"each on d_k = {dk} dimensions", "Scaled Dot-Product Attention", f"each on d_k = {dk} dimensions",
                   params=0, shadows=2))

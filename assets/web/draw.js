@@ -12,8 +12,127 @@
    drawn once: its column labels' angle for the plot's width (flat, slanted, upright: the first whose columns fit),
    those margins, and margin.autoexpand off (Gradio turns it on; then plotly draws, measures the labels, grows the
    margins and draws again). A plot whose width changes (a resize) gets its angle and margins again; a plot in a
-   hidden tab (no width) keeps them. */
+   hidden tab (no width) keeps them.
+
+   Presentation mode (body.attn-present, set by classroom.js from the page's present flag): every figure is drawn with
+   every text at PRESENT_PX or more as seen (its font sizes in the figure itself: the default font, titles, tick
+   labels, axis and colour-bar titles, legends, annotations, cell and bar texts, inline sizes, superscripts), in the
+   page's text colour, with plotly's automatic margins so that plotly makes room for the larger labels. A figure
+   laid out to the pixel by the server (Inside a head's) is drawn larger as a whole instead: its fonts, height,
+   margins and pixel offsets times its --attn-present-scale (app.css). A figure the server already drew for a
+   projector (the Attention tab's) keeps its sizes and margins. A change of the flag draws every shown figure again
+   from what the server sent; a figure in a hidden tab, as its tab shows. */
 () => {
+  const PRESENT_PX = 16, PRESENT_TITLE_PX = 20;
+  const presenting = () => document.body.classList.contains('attn-present');
+  const bigger = (font, px) => {  // a font at px or more (a size per point too)
+    const size = font && font.size;
+    if (Array.isArray(size)) {
+      return size.every((s) => s >= px) ? font : {...font, size: size.map((s) => Math.max(s, px))};
+    }
+    return size >= px ? font : {...(font || {}), size: px};
+  };
+  // a text's inline sizes (<span style="font-size:12px">) at px or more, and its superscripts and subscripts (plotly
+  // draws them at 70 %) at px
+  const biggerText = (text, px) => (typeof text === 'string'
+    ? text.replace(/font-size:\s*([\d.]+)px/g, (all, n) => (n >= px ? all : `font-size:${px}px`))
+      .replace(/<(sup|sub)>(.*?)<\/\1>/g, `<$1><span style="font-size:${px}px">$2</span></$1>`) : text);
+  const biggerTitle = (title, px) => {
+    if (!title || typeof title !== 'object') return title ? {text: biggerText(title, px), font: {size: px}} : title;
+    const out = {...title, text: biggerText(title.text, px), font: bigger(title.font, px)};
+    if (title.subtitle) out.subtitle = biggerTitle(title.subtitle, px);
+    return out;
+  };
+  const biggerBar = (bar, px) => bar && {...bar, tickfont: bigger(bar.tickfont, px), title: biggerTitle(bar.title, px)};
+  // the figure for a projector: texts at px or more (the figure title at titlePx), and room made for them (grown)
+  const presentFigure = (data, layout, px, titlePx, grown, color) => {
+    // color: the page's text colour (plotly's default in Gradio is a grey of 3.5:1 on white)
+    const font = {...bigger(layout.font, px), color};
+    const out = {...layout, font, title: biggerTitle(layout.title, titlePx)};
+    for (const key of Object.keys(out)) {
+      const part = out[key];
+      if (!part || typeof part !== 'object') continue;
+      if (/^[xy]axis\d*$/.test(key)) {
+        out[key] = {...part, tickfont: bigger(part.tickfont, px), title: biggerTitle(part.title, px)};
+        if (grown) out[key].automargin = true;
+        if (Array.isArray(part.ticktext)) out[key].ticktext = part.ticktext.map((t) => biggerText(t, px));
+        // a log axis's powers of ten as 1e−5: a superscript would be drawn at 70 %
+        if (part.type === 'log' && part.exponentformat !== 'none') out[key].exponentformat = 'e';
+      } else if (/^coloraxis\d*$/.test(key) && part.colorbar) {
+        out[key] = {...part, colorbar: biggerBar(part.colorbar, px)};
+      }
+    }
+    if (out.legend) {
+      out.legend = {...out.legend, font: bigger(out.legend.font, px), title: biggerTitle(out.legend.title, px)};
+    }
+    if (out.annotations) out.annotations = out.annotations.map((a) => ({...a, text: biggerText(a.text, px),
+                                                                        font: bigger(a.font, px)}));
+    if (out.hoverlabel) out.hoverlabel = {...out.hoverlabel, font: bigger(out.hoverlabel.font, px)};
+    if (grown) out.margin = {...(out.margin || {}), autoexpand: true};
+    const traces = (data || []).map((t) => {
+      // a legend entry's sub- and superscripts written as the page's text writes them (α_j, W^O): plotly spaces
+      // legend entries by their lines, and a full-size superscript ran into the entry above
+      const name = typeof t.name === 'string'
+        ? t.name.replace(/<sub>(.*?)<\/sub>/g, '_$1').replace(/<sup>(.*?)<\/sup>/g, '^$1') : t.name;
+      const trace = {...t, textfont: bigger(t.textfont, px), name: biggerText(name, px)};
+      if (t.colorbar) trace.colorbar = biggerBar(t.colorbar, px);
+      return trace;
+    });
+    return [traces, out];
+  };
+  // the smallest font size a figure shows (its default font's included; a hover label's left out)
+  const smallestFont = (data, layout) => {
+    let least = (layout.font || {}).size || 12;  // plotly's default
+    const shown = (part) => ({...part, hoverlabel: undefined});
+    JSON.stringify([(data || []).map(shown), shown(layout)], (key, value) => {
+      if (key === 'font' || key === 'tickfont' || key === 'textfont')
+        for (const s of [].concat((value && value.size) || [])) least = Math.min(least, s);
+      return ArrayBuffer.isView(value) ? undefined : value;
+    });
+    return least;
+  };
+  // A figure laid out to the pixel, drawn s times larger: its fonts, inline sizes, height, margins and pixel offsets
+  // times s (what the server placed in fractions of the plot stays where it was)
+  const times = (v, s) => (typeof v === 'number' ? v * s : v);
+  const scaledFont = (font, s) => (font && font.size !== undefined
+    ? {...font, size: Array.isArray(font.size) ? font.size.map((x) => x * s) : font.size * s} : font);
+  const scaledText = (text, s) => (typeof text === 'string'
+    ? text.replace(/font-size:\s*([\d.]+)px/g, (all, n) => `font-size:${(n * s).toFixed(1)}px`) : text);
+  const scaledTitle = (title, s) => (title && typeof title === 'object'
+    ? {...title, text: scaledText(title.text, s), font: scaledFont(title.font, s),
+       standoff: times(title.standoff, s)} : scaledText(title, s));
+  const scaleFigure = (data, layout, s) => {
+    const margin = Object.fromEntries(Object.entries(layout.margin || {}).map(([k, v]) => [k, times(v, s)]));
+    const out = {...layout, height: times(layout.height, s), margin, font: scaledFont(layout.font || {size: 12}, s),
+                 title: scaledTitle(layout.title, s)};
+    for (const key of Object.keys(out)) {
+      const part = out[key];
+      if (!part || typeof part !== 'object' || !/^[xy]axis\d*$/.test(key)) continue;
+      out[key] = {...part, tickfont: scaledFont(part.tickfont, s), title: scaledTitle(part.title, s),
+                  ticklen: times(part.ticklen, s)};
+      if (Array.isArray(part.ticktext)) out[key].ticktext = part.ticktext.map((t) => scaledText(t, s));
+    }
+    if (out.legend) out.legend = {...out.legend, font: scaledFont(out.legend.font, s),
+                                  tracegroupgap: times(out.legend.tracegroupgap, s)};
+    if (out.annotations) out.annotations = out.annotations.map((a) => {
+      const pixels = (ref) => !ref || ref === 'pixel';
+      return {...a, text: scaledText(a.text, s), font: scaledFont(a.font, s), xshift: times(a.xshift, s),
+              yshift: times(a.yshift, s), ax: pixels(a.axref) ? times(a.ax, s) : a.ax,
+              ay: pixels(a.ayref) ? times(a.ay, s) : a.ay};
+    });
+    const traces = (data || []).map((t) => ({...t, textfont: scaledFont(t.textfont, s), name: scaledText(t.name, s)}));
+    return [traces, out];
+  };
+  // A figure in presentation mode: enlarged by its --attn-present-scale (app.css) if it has one, and keeping its
+  // margins; else its texts made larger and plotly's automatic margins, unless they are large enough already.
+  const presentDraw = (gd, data, layout) => {
+    const s = parseFloat(getComputedStyle(gd).getPropertyValue('--attn-present-scale')) || 1;
+    if (s !== 1) [data, layout] = scaleFigure(data, layout, s);
+    // (margins the server worked out for the figure's own sizes, viz.margins: kept)
+    const grown = s === 1 && !(layout.meta && layout.meta.margins) && smallestFont(data, layout) < PRESENT_PX;
+    const color = getComputedStyle(gd).color;  // the theme's text colour where the figure is
+    return [...presentFigure(data, layout, PRESENT_PX, grown ? PRESENT_TITLE_PX : PRESENT_PX, grown, color), grown];
+  };
   const fitMargins = (gd, layout) => {
     const m = layout && layout.meta && layout.meta.margins;
     if (!m || !Array.isArray(m.angles) || !m.angles.length) return false;
@@ -39,6 +158,16 @@
     const now = [layout.margin, (layout.xaxis || {}).tickangle];
     if (JSON.stringify(now) !== was) window.Plotly.relayout(gd, {margin: now[0], 'xaxis.tickangle': now[1]});
   }));
+  // Presentation mode switched: a shown figure is drawn again from what the server sent, a hidden one as it shows
+  const redraw = (gd) => {
+    if (!gd.isConnected || !gd.clientWidth || !gd.attnSent || gd.attnPresent === presenting()) return;
+    window.Plotly.react(gd, gd.attnSentData, {...gd.attnSent}, gd.attnSentConfig);
+  };
+  const presentation = new ResizeObserver((entries) => entries.forEach(({target: gd}) => {
+    if (!gd.isConnected) presentation.unobserve(gd); else redraw(gd);
+  }));
+  new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(redraw))
+    .observe(document.body, {attributes: true, attributeFilter: ['class']});
   // Plotly.react itself is wrapped: plotly has no public hook that runs before a draw.
   const deferDraws = (plotly) => {
     if (!plotly || plotly.attnDeferred) return plotly;
@@ -48,8 +177,15 @@
       if (!(gd instanceof HTMLElement) || !gd.isConnected) return react.call(this, gd, ...rest);
       return Promise.resolve().then(() => {
         if (!gd.isConnected) return gd;
-        if (fitMargins(gd, rest[1])) refit.observe(gd);
-        return Promise.resolve(react.call(this, gd, ...rest)).then(drawn);
+        let [data, layout, ...more] = rest;
+        if (gd.attnSent !== layout) Object.assign(gd, {attnSent: layout, attnSentData: data, attnSentConfig: more[0]});
+        gd.attnPresent = presenting();
+        let grown = false;
+        if (gd.attnPresent && layout) [data, layout, grown] = presentDraw(gd, data, layout);
+        if (grown) refit.unobserve(gd);
+        else if (fitMargins(gd, layout)) refit.observe(gd);
+        presentation.observe(gd);
+        return Promise.resolve(react.call(this, gd, data, layout, ...more)).then(drawn);
       });
     };
     plotly.attnDeferred = true;

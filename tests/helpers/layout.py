@@ -7,7 +7,7 @@ from playwright.sync_api import Page
 
 from bench.common import SENTENCES
 from helpers.browser import choose_kind, select_any_tab, source_tokens
-from helpers.scripts import GD, HAS_HEATMAP, LABELS, SETTLED
+from helpers.scripts import GD, HAS_HEATMAP, LABELS, SETTLED, TEXT_QUADS
 
 LONG = " ".join(SENTENCES)  # ~140 words: cut to the model's 100 tokens (with a warning)
 
@@ -72,23 +72,7 @@ PHONE_PROBLEMS = """() => {
     const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.offsetParent);
     const problems = [], W = document.documentElement.clientWidth, H = window.innerHeight;
     const shown = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
-    // a text's box as drawn (turned with it: slanted tick labels), 1 px in from each side, and whether two such
-    // boxes meet (no axis of either box separates them)
-    const quad = (t) => {
-        const b = t.getBBox(), m = t.getScreenCTM(), p = t.ownerSVGElement.createSVGPoint();
-        return [[b.x + 1, b.y + 1], [b.x + b.width - 1, b.y + 1], [b.x + b.width - 1, b.y + b.height - 1],
-                [b.x + 1, b.y + b.height - 1]].map(([x, y]) => { p.x = x; p.y = y; const q = p.matrixTransform(m);
-                                                                return [q.x, q.y]; });
-    };
-    const hit = (a, b) => {
-        for (const poly of [a, b]) for (let i = 0; i < 4; i++) {
-            const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2;
-            const along = (q) => q.map(([x, y]) => x * nx + y * ny);
-            const pa = along(a), pb = along(b);
-            if (Math.max(...pa) <= Math.min(...pb) || Math.max(...pb) <= Math.min(...pa)) return false;
-        }
-        return true;
-    };
+    """ + TEXT_QUADS + """
     const where = (e) => e.closest('[id]:not(.js-plotly-plot)')?.id || '?';
     const width = panel.getBoundingClientRect().width;
     for (const gd of panel.querySelectorAll('.js-plotly-plot')) {

@@ -36,14 +36,15 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                   "heads": {"scope": "heads-scope", "stat": "heads-stat", "kind": "ablated-kind"},
                   "architecture": {"kind": "arch-kind", "layer": "arch-layer"},
                   "lab": {"runs": "lab-runs"}},
-        "labels": {label: value for label, value in (*KIND_CHOICES, *STAT_CHOICES)}}
+        "labels": {label: value for label, value in (*KIND_CHOICES, *STAT_CHOICES)},
+        "lecture": "lecture"}  # the lecture's caption bar (viz.views.lecture, lecture.js)
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn.
 SCRIPTS = ("page.js", "draw.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js", "classroom.js",
-           "inside.js", "heads.js")
+           "inside.js", "heads.js", "lecture.js")
 
 
 def page_script(web: Path = WEB) -> str:

@@ -21,6 +21,7 @@ from viz.ui.wiring import (
     sentence_box,
     warn,
 )
+from viz.views import lecture
 from viz.views.attention import (
     alignment,
     classroom,
@@ -171,7 +172,8 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
 
     def open_link(request: gr.Request):  # the view the page's URL asks for; the tabs after this one take their part
         tabs = [tab.id for tab in page.tabs.children if isinstance(tab, gr.Tab)]
-        return classroom.open_link(page.runs, warn, tabs, dict(request.query_params), page.link_choices, page.linked)
+        query = lecture.link_query(request.query_params)  # a lecture's stop: its view (viz.views.lecture)
+        return classroom.open_link(page.runs, warn, tabs, query, page.link_choices, page.linked)
 
     page.opened = page.demo.load(listener(open_link), None, [*controls, v.guide, *v.shown, page.tabs, page.link],
                                  **PRIVATE)

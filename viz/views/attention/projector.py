@@ -108,6 +108,8 @@ def _present_axes(layout: dict, trace: dict) -> None:
     if isinstance(bar.get("title"), dict):
         _font(bar["title"], PRESENT_PX)
     _font(layout, PRESENT_PX)
+    if isinstance(layout.get("legend"), dict):  # the masked cells' legend entry (decoder self-attention)
+        _font(layout["legend"], PRESENT_PX)
     if isinstance(layout.get("title"), dict):
         _font(layout["title"], TITLE_PX)
         layout["title"].update(xref="container", x=0.01, xanchor="left")  # the whole width for the longer title

@@ -1,0 +1,191 @@
+/* The lecture (viz.views.lecture): ?lecture=1&stop=N. The server opens the stop's view as it opens any link and
+   writes the caption bar (page.lecture: its element id) with the stop's data: its number, the sentence its mark was
+   computed on, the mark and an action. This file puts the "Lecture" entry beside the page's title, draws the mark,
+   does the action, scrolls the figure into view above the bar, and moves between stops.
+
+   Moving loads the next stop's URL (the link machinery opens its view: robust, a second or two a stop) rather than
+   setting a dozen controls in place. The sentence shown goes along (the URL's text, kept by classroom.js), so the
+   visitor's own sentence replaces the example on every stop and the marks are computed for it.
+
+   Keys: PageDown / PageUp (what a presenter's clicker sends) always move. → / ← move too, except where the arrows
+   already mean something: in a field (a textbox, a slider, a radio), on the Decoding tab (its arrows step the
+   decoder: decoding.js) and on the close-up while it has the focus (its arrows change the head and the layer:
+   classroom.js).
+
+   The mark: a figure's cell, row or bar as a plotly shape named lecture-mark (drawn again on each new figure), an SVG
+   block of Figures 1–2 outlined (class lecture-mark), or the overview's chosen-tile frame (classroom.js draws it).
+   window.attnLectureMark() gives the mark's box on screen (tests). */
+(page, {plotOf, onChange}) => {
+  const bar = () => document.getElementById('lecture-bar');
+  const data = () => {
+    const el = bar();
+    try { return el ? JSON.parse(el.dataset.lecture) : null; } catch (e) { return null; }
+  };
+  const params = () => new URLSearchParams(location.search);
+  const urlOf = (n) => {
+    const now = params(), next = new URLSearchParams({lecture: '1', stop: String(n)});
+    for (const keep of ['text', 'target', '__theme']) if (now.get(keep)) next.set(keep, now.get(keep));
+    return `${location.pathname}?${next}`;
+  };
+  const go = (step) => {
+    const d = data();
+    if (!d) return false;
+    const n = d.stop + step;
+    if (n < 1 || n > d.stops) return false;
+    location.assign(urlOf(n));
+    return true;
+  };
+
+  // The entry: beside the page's title (Gradio places its block after the tabs); gone during the lecture.
+  const placeEntry = () => {
+    const entry = document.getElementById('lecture-entry'), header = document.getElementById('header');
+    if (entry && header && entry.parentElement !== header) header.appendChild(entry);
+    if (entry) entry.hidden = params().get('lecture') === '1';
+  };
+
+  document.addEventListener('click', (ev) => {
+    const id = ev.target && ev.target.closest && ev.target.closest('#lecture-back, #lecture-next');
+    if (id) { ev.preventDefault(); go(id.id === 'lecture-next' ? 1 : -1); }
+  });
+  document.addEventListener('keydown', (ev) => {
+    if (!bar() || ev.altKey || ev.ctrlKey || ev.metaKey || ev.defaultPrevented) return;
+    let step = {PageDown: 1, PageUp: -1}[ev.key];
+    if (!step && (ev.key === 'ArrowRight' || ev.key === 'ArrowLeft')) {
+      const field = 'input, textarea, select, [contenteditable="true"], [role=slider], [role=radio]';
+      const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');
+      const inField = ev.target && ev.target.closest && ev.target.closest(field);
+      const onCloseUp = document.activeElement === document.getElementById(page.detail);
+      if (!inField && !onCloseUp && !(tab && tab.dataset.tabId === 'decoding')) step = ev.key === 'ArrowRight' ? 1 : -1;
+    }
+    if (step) { ev.preventDefault(); go(step); }
+  });
+
+  // The mark as a plotly shape on trace coordinates (a category axis counts its categories from 0).
+  const shapeOf = (gd, m) => {
+    const traces = gd._fullData || gd.data || [];  // (plotly's own copy: typed arrays decoded, axes named)
+    let t;
+    if (m.trace !== undefined) t = traces[m.trace];
+    else if (m.kind) t = traces.find((d) => d.type === 'heatmap' && d.customdata && d.customdata[0]
+                                      && d.customdata[0][0] && d.customdata[0][0][0] === m.kind);
+    else t = traces.find((d) => d.type === 'heatmap');
+    if (!t) return null;
+    const xa = (t.xaxis || 'x'), ya = (t.yaxis || 'y');
+    const at = (values, i) => (values && typeof values[i] === 'number' ? values[i] : i);
+    const frame = {type: 'rect', name: 'lecture-mark', layer: 'above', fillcolor: 'rgba(0,0,0,0)',
+                   line: {color: '#ff2d55', width: 4}, xref: xa, yref: ya};
+    if (t.type === 'heatmap') {
+      const cols = t.z && t.z[0] ? t.z[0].length : 0;
+      const x = m.col === undefined ? [-0.5, cols - 0.5] : [at(t.x, m.col) - 0.5, at(t.x, m.col) + 0.5];
+      return {...frame, x0: x[0], x1: x[1], y0: at(t.y, m.row) - 0.5, y1: at(t.y, m.row) + 0.5};
+    }
+    const x = at(t.x, m.col);  // a bar: its whole column
+    return {...frame, x0: x - 0.5, x1: x + 0.5, yref: `${ya} domain`, y0: 0, y1: 1};
+  };
+  const markPlot = (m) => {
+    const gd = plotOf(m.plot);
+    if (!gd || !gd.data || !gd.data.length || !gd.layout || !window.Plotly) return false;
+    const shapes = gd.layout.shapes || [];
+    if (shapes.some((s) => s.name === 'lecture-mark')) return true;
+    const shape = shapeOf(gd, m);
+    if (!shape) return false;
+    window.Plotly.relayout(gd, {shapes: [...shapes, shape]});
+    return true;
+  };
+  const unmark = () => {
+    document.querySelectorAll('.lecture-mark').forEach((el) => el.classList.remove('lecture-mark'));
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      const shapes = (gd.layout && gd.layout.shapes) || [];
+      if (shapes.some((s) => s.name === 'lecture-mark') && window.Plotly) {
+        window.Plotly.relayout(gd, {shapes: shapes.filter((s) => s.name !== 'lecture-mark')});
+      }
+    });
+  };
+  const markElement = (m) => {
+    if (m.tile) {
+      const gd = plotOf(m.plot);
+      return !!(gd && gd.layout && (gd.layout.shapes || []).some((s) => s.name === 'chosen-tile'));
+    }
+    if (m.selector) {
+      const el = document.querySelector(`#${m.plot} ${m.selector}`);
+      if (el) el.classList.add('lecture-mark');
+      return !!el;
+    }
+    return markPlot(m);
+  };
+  // The mark's box on screen: the shape's path, the SVG block, or the tile frame.
+  const markBox = () => {
+    const d = data(), m = d && d.mark;
+    if (!m) return null;
+    let el = null;
+    if (m.selector) el = document.querySelector(`#${m.plot} ${m.selector}`);
+    else {
+      const gd = plotOf(m.plot), name = m.tile ? 'chosen-tile' : 'lecture-mark';
+      const i = gd && gd.layout ? (gd.layout.shapes || []).findIndex((s) => s.name === name) : -1;
+      if (i >= 0) el = gd.querySelector(`.shapelayer path[data-index="${i}"]`);
+    }
+    if (!el) return null;
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 ? {top: r.top, bottom: r.bottom, left: r.left, right: r.right} : null;
+  };
+  window.attnLectureMark = markBox;
+
+  // The figure in view: its top under the page's top, the mark above the bar. Again after each change of the page
+  // (figures drawn late move what is below them) until the visitor scrolls, clicks or types.
+  let moved = false;
+  for (const type of ['wheel', 'touchstart', 'mousedown', 'keydown']) {
+    window.addEventListener(type, () => { moved = true; }, {capture: true, passive: true});
+  }
+  const scrollTo = (m) => {
+    const box = document.getElementById(m.plot), mark = markBox(), b = bar();
+    if (!box || !mark) return false;
+    const room = window.innerHeight - (b ? b.getBoundingClientRect().height : 0);
+    const top = box.getBoundingClientRect().top;
+    if (top >= 0 && top <= 16 && mark.top >= 0 && mark.bottom <= room) return true;
+    if (top >= 0 && mark.top >= 0 && mark.bottom <= room && window.scrollY + window.innerHeight
+        >= document.documentElement.scrollHeight - 2) return true;  // as far as the page goes
+    const bottom = box.getBoundingClientRect().bottom;
+    // The figure's top at the screen's top; a figure taller than the room: its foot (its axis labels) just above the
+    // bar, unless that hides the mark's top.
+    const dy = bottom - top <= room - 16 ? top - 8 : Math.min(bottom - room + 8, mark.top - 8);
+    window.scrollBy({top: dy, behavior: 'instant'});
+    return true;
+  };
+
+  // The stop's action, once its view is drawn: Inside a head's query and whole-matrix view; predict-then-reveal.
+  const clickInput = (selector) => {
+    const input = document.querySelector(selector);
+    if (!input || input.checked) return !!input;
+    input.click();
+    return true;
+  };
+  const act = (d) => {
+    const m = d.mark || {};
+    if (m.query !== undefined && !clickInput(`#in-query input[type=radio][value="${m.query}"]`)) return false;
+    if (d.action === 'matrix') return !!plotOf('in-scores') && clickInput('#in-view input[type=radio][value=matrix]');
+    if (d.action === 'predict') return !!plotOf('decode-cross') && clickInput('#predict-mode input[type=checkbox]');
+    return true;
+  };
+
+  let done = {acted: false, stale: null};
+  onChange(() => {
+    placeEntry();
+    const d = data(), b = bar();
+    document.body.classList.toggle('attn-lecture', !!d);
+    if (!d) return;
+    document.body.style.setProperty('--lecture-bar-h', `${Math.ceil(b.getBoundingClientRect().height)}px`);
+    const text = (params().get('text') || '').trim();
+    const stale = !!text && text !== d.text.trim();  // the visitor's own sentence, not yet the stop's
+    if (stale !== done.stale) {
+      done.stale = stale;
+      b.querySelector('.lecture-stale').hidden = !stale;
+      b.querySelector('.lecture-pointer').classList.toggle('lecture-gone', stale);
+      const again = document.getElementById('lecture-again');
+      if (again) again.href = urlOf(d.stop);
+      if (stale) unmark();
+    }
+    if (stale || !d.mark) return;
+    done.acted = done.acted || act(d);
+    if (!done.acted || !markElement(d.mark)) return;
+    if (!moved) scrollTo(d.mark);
+  });
+}

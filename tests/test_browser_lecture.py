@@ -1,0 +1,107 @@
+"""The lecture in a real browser at a projector's 1280×720: ``?lecture=1&stop=1`` and then the keyboard alone (→ where
+the tab shown does not use the arrows itself, PageDown on the Decoding tab, PageUp back) walks every stop; each opens
+its tab and view with no other click, in presentation mode, its mark on screen above the caption bar, the bar fully
+visible, its pointer the model's own words (viz.views.lecture, checked against the shipped model in
+tests/test_lecture.py). Then the visitor's own sentence on a stop (its marks said to be stale, then recomputed on
+the next stop), in the dark theme, which the stops' links keep.
+
+The app and Chromium are tests/conftest.py's (`python app.py`, the shipped model). Leaving a page while Gradio still
+streams an answer logs the aborted stream ("AbortError", "Connection errored out"): those lines alone are allowed,
+every other console error fails the test.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import parse_qs, urlsplit
+
+from helpers.browser import TIMEOUT_MS, Watch
+from playwright.sync_api import Browser, Page
+
+from viz.views import lecture
+
+OWN = "A man in a blue shirt is playing the guitar on the street."
+LEFT_BEHIND = re.compile(r"AbortError|Connection errored out")  # the page left while a stream was open
+SHOWN = """(n) => {
+  const bar = document.getElementById('lecture-bar');
+  if (!bar || JSON.parse(bar.dataset.lecture).stop !== n || !window.attnLectureMark) return false;
+  const mark = window.attnLectureMark(), b = bar.getBoundingClientRect();
+  return !!mark && mark.top >= 0 && mark.left >= 0 && mark.right <= innerWidth && mark.bottom <= b.top;
+}"""
+STATE = """() => {
+  const bar = document.getElementById('lecture-bar'), b = bar.getBoundingClientRect();
+  const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');
+  const checked = (id) => document.querySelector(`#${id} input:checked`)?.value ?? null;
+  return {bar: [b.top, b.bottom, bar.scrollHeight, bar.clientHeight], text: bar.textContent, height: innerHeight,
+          tab: tab && tab.dataset.tabId, present: document.body.classList.contains('attn-present'),
+          view: checked('in-view'), predict: !!document.querySelector('#predict-mode input:checked'),
+          dark: document.body.classList.contains('dark') || document.documentElement.classList.contains('dark')};
+}"""
+
+
+def _page(browser: Browser) -> tuple[Page, Watch]:
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    return page, Watch(page)
+
+
+def _at_stop(page: Page, n: int) -> dict:
+    """Waits for stop ``n`` to show its mark on screen; checks its tab, view, mode and caption; returns the state."""
+    stop = lecture.STOPS[n - 1]
+    page.wait_for_function(SHOWN, arg=n, timeout=TIMEOUT_MS)
+    page.wait_for_function("(tab) => new URLSearchParams(location.search).get('tab') === tab", arg=stop.tab)  # synced
+    state = page.evaluate(STATE)
+    top, bottom, scroll_h, client_h = state["bar"]
+    assert 0 <= top and bottom <= state["height"] and scroll_h <= client_h + 1, (n, state["bar"])  # nothing cut
+    assert bottom - top <= 0.25 * state["height"], (n, state["bar"])  # compact: the figure keeps the screen
+    assert (state["tab"], state["present"]) == (stop.tab, True), (n, state)
+    assert html.unescape(stop.claim) in state["text"], (n, state["text"])  # the model's own words, on the page
+    assert f"{n} / {len(lecture.STOPS)}" in state["text"]
+    if stop.action == "matrix":
+        assert state["view"] == "matrix"
+    if stop.action == "predict":
+        assert state["predict"]
+    query = parse_qs(urlsplit(page.url).query)
+    shown = {k: query[k][0] for k in stop.view if k in query}
+    assert shown == {k: v for k, v in stop.view.items() if k in shown} and shown, (n, page.url)  # the stop's view
+    return state
+
+
+def _own_sentence(page: Page) -> None:
+    """On stop 2, the visitor's own sentence: its marks are said to be for the stop's sentence (and go) until the next
+    stop, which computes them for the new one."""
+    page.fill("#source textarea, #source input", OWN)
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => !document.querySelector('#lecture-bar .lecture-stale').hidden")
+    assert page.evaluate("() => window.attnLectureMark()") is None  # the old mark is gone
+    page.keyboard.press("PageDown")  # (the focus is in the sentence box: → stays the box's own)
+    page.wait_for_url(re.compile(r"[?&]stop=3(&|$)"))
+    page.wait_for_function(SHOWN, arg=3)
+    text = page.evaluate(STATE)["text"]
+    assert "“shirt”" in text and lecture.STOPS[2].claim not in text, text  # recomputed on the new sentence
+
+
+def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str):
+    page, watch = _page(browser)
+    try:
+        page.goto(f"{server}?lecture=1&stop=1")
+        for n in range(1, len(lecture.STOPS) + 1):
+            _at_stop(page, n)
+            if n == len(lecture.STOPS):
+                break
+            key = "PageDown" if lecture.STOPS[n - 1].tab == "decoding" else "ArrowRight"  # its arrows step the decoder
+            page.keyboard.press(key)
+            page.wait_for_url(re.compile(rf"[?&]stop={n + 1}(&|$)"))
+        page.keyboard.press("PageUp")
+        page.wait_for_url(re.compile(rf"[?&]stop={len(lecture.STOPS) - 1}(&|$)"))
+        _at_stop(page, len(lecture.STOPS) - 1)
+        page.goto(f"{server}?lecture=1&stop=2&__theme=dark")  # the dark theme, which Next keeps
+        assert _at_stop(page, 2)["dark"]
+        _own_sentence(page)
+        assert "__theme=dark" in page.url and page.evaluate(STATE)["dark"]
+    finally:
+        page.context.close()
+    watch.errors = [e for e in watch.errors if not LEFT_BEHIND.search(e)]
+    watch.assert_clean()

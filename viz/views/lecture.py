@@ -1,0 +1,401 @@
+"""The lecture: a guided path through §3.1–3.2 of the paper, one stop a screen, for a teacher to project.
+
+    ?lecture=1&stop=3[&text=…]
+
+Each ``Stop`` is a view of an existing tab (``view``: the link parameters of viz.views.attention.share, opened by the
+link machinery as any shared link is) and a caption: what to look at (``look``), one question for the class
+(``question``), and a pointer — the cell, row, key or block the caption talks about, named in words and MARKED on the
+figure (``Mark``; the page script assets/web/lecture.js draws it). The pointer is computed from the model's own run of
+the sentence shown (``point``), never written as positions: on the visitor's own sentence it is recomputed (a row
+named by a token the sentence lacks falls back to the row the head is surest about). Its words on the lecture's own
+sentence are written here too (``claim``): tests/test_lecture.py checks every one against the shipped model, so a
+retrained model that no longer does this fails a test by the stop's name — rewrite the claim from the new model.
+
+Moving between stops loads the next stop's URL (assets/web/lecture.js): the link machinery opens its view, the
+robust way (a few seconds a stop), rather than setting a dozen controls in place. The lecture turns presentation
+mode on.
+This module imports neither torch nor gradio; the wiring is viz/ui/lecture.py.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from viz.views.attention.context import next_tokens
+from viz.views.attention.examples import shown_token
+from viz.views.attention.maps import DEFAULT_SOURCE
+from viz.vocab import KIND_LABELS
+
+if TYPE_CHECKING:
+    from model.network.config import TransformerConfig
+    from model.network.inference import AttentionResult
+
+SENTENCE = DEFAULT_SOURCE  # the lecture's own sentence (every claim is about it): "Two dogs are running …"
+ENTRY = "?lecture=1&stop=1"  # the "Lecture" entry's link
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What a caption points at, and where the page marks it. A figure (``plot``: a gr.Plot's element id): its
+    heatmap cell (``row``, ``col``: z indices), a whole row (``col`` None), or a bar (``col`` alone) of trace ``trace``
+    (index among the figure's traces; for a heatmap None = the first heatmap; ``kind``: the heatmap whose cells'
+    customdata name that kind). Or a block of an SVG (``selector`` inside element ``plot``), or the tile the page
+    frames already (``tile``: the overview's chosen-tile frame, assets/web/classroom.js)."""
+
+    plot: str
+    words: str  # the pointer, as the caption says it
+    row: int | None = None
+    col: int | None = None
+    trace: int | None = None
+    kind: str = ""
+    selector: str = ""
+    tile: bool = False
+    query: int | None = None  # Inside a head: the query the view must show (0-based; the page picks it)
+
+    def spec(self) -> dict:
+        """The mark as the page script reads it (JSON)."""
+        out = {"plot": self.plot, "row": self.row, "col": self.col, "trace": self.trace, "kind": self.kind,
+               "selector": self.selector, "tile": self.tile, "query": self.query}
+        return {k: v for k, v in out.items() if v is not None and v is not False and v != ""}  # row 0 stays
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a pointer is computed from: the model's configuration, the run of the sentence shown, the shipped head
+    ranking (``model.probes.ablation.load_ranking``; None without one)."""
+
+    cfg: TransformerConfig
+    result: AttentionResult
+    ranking: Mapping | None = None
+
+
+@dataclass(frozen=True)
+class Stop:
+    title: str  # the paper's section and the idea
+    tab: str  # the tab shown
+    view: dict[str, str]  # the link's parameters besides text, tab and present (viz.views.attention.share.PARAMS)
+    look: str  # what to look at, in words that hold for any sentence (the pointer gives the model's numbers)
+    question: str  # one question for the class
+    point: Callable[[Context], Mark]
+    claim: str  # the pointer's words on SENTENCE, as the shipped model runs it (tests/test_lecture.py checks it)
+    action: str = ""  # what the page does once the view is open: "matrix" (Inside a head's whole matrices),
+    #                   "predict" (the Decoding tab's predict-then-reveal)
+
+
+# ----------------------------------------------------------------------------------------------- pointers
+def _row(tokens: list[str], word: str, weights: np.ndarray) -> int:
+    """The row of token ``word`` when exactly one token is it; else the row whose largest weight is largest (the
+    row the head is surest about) — the visitor's own sentence."""
+    hits = [i for i, piece in enumerate(tokens) if shown_token(piece) == word]
+    return hits[0] if len(hits) == 1 else int(weights.max(axis=-1).argmax())
+
+
+def _weights(result: AttentionResult, kind: str, layer: int, head: int) -> np.ndarray:
+    maps = result.maps(kind)[layer - 1]  # (H, Q, K)
+    return maps.mean(axis=0) if head == 0 else maps[head - 1]
+
+
+def _fed(result: AttentionResult, kind: str, row: int) -> str:
+    """A row as the captions name it: the encoder's token, or the decoder row's input and what it writes (§3.1)."""
+    tokens = result.tokens(kind)[0]
+    if kind == "encoder_self":
+        return f"the row of “{shown_token(tokens[row])}”"
+    return f"the row fed “{shown_token(tokens[row])}” (it writes “{shown_token(next_tokens(result)[row])}”)"
+
+
+def _where(kind: str, layer: int, head: int) -> str:
+    return f"Layer {layer}, {'the mean of the heads' if head == 0 else f'head {head}'}"
+
+
+def cell_pointer(kind: str, layer: int, head: int, word: str, plot: str) -> Callable[[Context], Mark]:
+    """The cell where the row of ``word`` (``_row``) puts its largest weight, in the heatmap ``plot``."""
+
+    def point(ctx: Context) -> Mark:
+        w = _weights(ctx.result, kind, layer, head)
+        row = _row(ctx.result.tokens(kind)[0], word, w)
+        col = int(w[row].argmax())
+        key = shown_token(ctx.result.tokens(kind)[1][col])
+        words = f"{_where(kind, layer, head)}: {_fed(ctx.result, kind, row)} looks most at “{key}” ({w[row, col]:.2f})."
+        return Mark(plot, words, row=row, col=col)
+
+    return point
+
+
+def softmax_row_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[Context], Mark]:
+    """Equation (1) as whole matrices: the row of ``word`` in softmax(QKᵀ/√d_k), which sums to 1."""
+
+    def point(ctx: Context) -> Mark:
+        w = _weights(ctx.result, kind, layer, head)
+        row = _row(ctx.result.tokens(kind)[0], word, w)
+        col = int(w[row].argmax())
+        key = shown_token(ctx.result.tokens(kind)[1][col])
+        words = (f"{_where(kind, layer, head)}: in softmax(QKᵀ/√d_k) {_fed(ctx.result, kind, row)} sums to "
+                 f"{float(w[row].sum()):.2f}; its largest weight, {w[row, col]:.2f}, is on “{key}”.")
+        return Mark("in-m-weights", words, row=row, col=col, query=row)
+
+    return point
+
+
+def query_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[Context], Mark]:
+    """One query inside a head: panel (b)'s softmax bar (its 4th trace) of the key the query weighs most."""
+
+    def point(ctx: Context) -> Mark:
+        w = _weights(ctx.result, kind, layer, head)
+        row = _row(ctx.result.tokens(kind)[0], word, w)
+        col = int(w[row].argmax())
+        n = int((w[row] > 0).sum()) if kind == "decoder_self" else w.shape[-1]
+        key = shown_token(ctx.result.tokens(kind)[1][col])
+        words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: "
+                 f"{n} scores q·k become {n} weights; the largest, {w[row, col]:.2f}, is on “{key}”.")
+        return Mark("in-scores", words, col=col, trace=3, query=row)
+
+    return point
+
+
+def unscaled(weights: np.ndarray, d_k: int) -> np.ndarray:
+    """The same row's softmax without footnote 4's 1/√d_k: softmax(q·k) = softmax(√d_k · log softmax(q·k/√d_k))
+    (the log of a softmax is its input less a constant; masked keys stay 0)."""
+    with np.errstate(divide="ignore"):
+        logits = math.sqrt(d_k) * np.log(weights.astype(np.float64))
+    logits -= logits.max()
+    e = np.exp(logits)
+    return e / e.sum()
+
+
+def footnote4_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[Context], Mark]:
+    """Footnote 4 on one query: its largest weight scaled as trained and without the scaling (× 1)."""
+
+    def point(ctx: Context) -> Mark:
+        w = _weights(ctx.result, kind, layer, head)
+        row = _row(ctx.result.tokens(kind)[0], word, w)
+        col = int(w[row].argmax())
+        raw = unscaled(w[row], ctx.cfg.d_k)
+        key = shown_token(ctx.result.tokens(kind)[1][col])
+        words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: with "
+                 f"1/√d_k = 1/√{ctx.cfg.d_k} its largest weight is {w[row, col]:.2f} (on “{key}”); "
+                 f"without it, {raw.max():.2f} (on “{shown_token(ctx.result.tokens(kind)[1][int(raw.argmax())])}”).")
+        return Mark("in-footnote4", words, col=col, trace=0, query=row)
+
+    return point
+
+
+def heads_differ_pointer(kind: str, layer: int, word: str) -> Callable[[Context], Mark]:
+    """§3.2.2: the layer's heads look at different tokens — for the row of ``word``, how many different keys its
+    heads weigh most. Marked: the layer's tiles in the overview (the page frames the chosen layer, head = mean)."""
+
+    def point(ctx: Context) -> Mark:
+        maps = ctx.result.maps(kind)[layer - 1]  # (H, Q, K)
+        row = _row(ctx.result.tokens(kind)[0], word, maps.mean(axis=0))
+        keys = ctx.result.tokens(kind)[1]
+        tops = [shown_token(keys[int(maps[h, row].argmax())]) for h in range(maps.shape[0])]
+        different = list(dict.fromkeys(tops))
+        words = (f"Layer {layer}: for {_fed(ctx.result, kind, row)} the {len(tops)} heads weigh "
+                 f"{len(different)} different tokens most: {', '.join(f'“{t}”' for t in different)}.")
+        return Mark("overview", words, tile=True)
+
+    return point
+
+
+def masked_row_pointer(layer: int, head: int, word: str) -> Callable[[Context], Mark]:
+    """The masked decoder self-attention: the row fed ``word`` sees only the tokens up to itself (every weight right
+    of the diagonal is 0), and what it writes is the next token (§3.1's shift). Marked: the whole row."""
+    kind = "decoder_self"
+
+    def point(ctx: Context) -> Mark:
+        w = _weights(ctx.result, kind, layer, head)
+        surest = w.copy()
+        surest[0] = 0  # the row fed <s> sees only itself: the fallback is a later row
+        row = _row(ctx.result.tokens(kind)[0], word, surest)
+        future = float(w[row, row + 1:].sum())
+        col = int(w[row].argmax())
+        key = shown_token(ctx.result.tokens(kind)[1][col])
+        seen = f"{row + 1} token{'s' if row else ''}"
+        words = (f"{_where(kind, layer, head)}: {_fed(ctx.result, kind, row)} sees {seen}; its weight on "
+                 f"the later ones is {future:.2f}; it looks most at “{key}” ({w[row, col]:.2f}).")
+        return Mark("detail", words, row=row)
+
+    return point
+
+
+def decoding_pointer(layer: int, step: int) -> Callable[[Context], Mark]:
+    """Decoding step by step: at ``step`` (1-based) the decoder has written the tokens before it; its cross-attention
+    (layer ``layer``, mean of the heads) looks most at one source token — the bar marked."""
+
+    def point(ctx: Context) -> Mark:
+        r = ctx.result
+        t = min(step, len(r.target_tokens)) - 1  # the row fed the last token written so far
+        w = r.maps("cross")[layer - 1].mean(axis=0)[t]
+        col = int(w.argmax())
+        written = " ".join(shown_token(p) for p in r.target_tokens[1:t + 1]) or "nothing yet"
+        words = (f"Step {t + 1}, layer {layer}, the mean of the heads: written so far “{written}”; the decoder looks "
+                 f"most at “{shown_token(r.source_tokens[col])}” ({w[col]:.2f}).")
+        return Mark("decode-cross", words, col=col, trace=0)
+
+    return point
+
+
+def figure1_pointer(ctx: Context) -> Mark:
+    c = ctx.cfg
+    words = (f"This model: N = {c.n_layers} layers a side, h = {c.n_heads} heads, d_model = {c.d_model}, "
+             f"d_k = d_model / h = {c.d_k}.")
+    return Mark("figure1", words, selector='g[data-attention="encoder_self"]')
+
+
+def figure2_pointer(ctx: Context) -> Mark:
+    c = ctx.cfg
+    words = (f"Concat: h · d_v = {c.n_heads} · {c.d_k} = {c.n_heads * c.d_k} = d_model; "
+             f"W^O is {c.n_heads * c.d_k} × {c.d_model}.")
+    return Mark("figure2", words, selector="g.tf-concat")
+
+
+def ranking_pointer(ctx: Context) -> Mark:
+    """What a head does: the shipped ranking's first head (switched off alone, it costs the sample most BLEU), its
+    cell in the Head analysis grid."""
+    heads = (ctx.ranking or {}).get("heads") or []
+    if not heads:
+        return Mark("heads-grid", "No head ranking was shipped with this model.")
+    top = heads[0]
+    kind, layer, head = top["head"].split(":")
+    words = (f"Switched off alone, {KIND_LABELS[kind].lower()}'s layer {layer}, head {head} costs the shipped "
+             f"sample the most: "
+             f"{top['bleu_loss']:.2f} BLEU of {ctx.ranking['baseline']['bleu']:.2f}.")
+    return Mark("heads-grid", words, row=int(layer) - 1, col=int(head) - 1, kind=kind)
+
+
+# --------------------------------------------------------------------------------------------------- the path
+ENC = ("encoder_self", 1, 5, "dogs")  # the encoder head the first stops follow: "dogs" → "running"
+
+STOPS: tuple[Stop, ...] = (
+    Stop("Figure 1: the Transformer", "architecture", {"kind": "encoder_self", "layer": "1"},
+         "Encoder left, decoder right; the marked block is the encoder's self-attention, run in every layer.",
+         "Which of the three attention blocks may not look at later words, and why?",
+         figure1_pointer, "This model: N = 6 layers a side, h = 8 heads, d_model = 192, d_k = d_model / h = 24."),
+    Stop("§3.2.1 Encoder self-attention on one sentence", "attention",
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2])},
+         "Each row is one word asking: which words of this sentence do I take my meaning from? The marked cell is the "
+         "row's largest weight.",
+         "Why would a noun look at its verb?",
+         cell_pointer(*ENC, plot="detail"),
+         "Layer 1, head 5: the row of “dogs” looks most at “running” (0.88)."),
+    Stop("§3.2.1 Equation (1), every query at once", "inside",
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2])},
+         "Maps ① → ④: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once. The outlined row is one query; the "
+         "marked cell, its largest weight.",
+         "Why must every row of the softmax sum to 1?",
+         softmax_row_pointer(*ENC),
+         "Layer 1, head 5: in softmax(QKᵀ/√d_k) the row of “dogs” sums to 1.00; its largest weight, 0.88, is on "
+         "“running”.", action="matrix"),
+    Stop("§3.2.1 One query inside a head", "inside",
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
+         "Panel (b): the query's dot products with every key, scaled, masked, then softmax. The marked bar wins.",
+         "What would change if two keys had the same dot product?",
+         query_pointer(*ENC),
+         "Layer 1, head 5, query “dogs”: 9 scores q·k become 9 weights; the largest, 0.88, is on “running”."),
+    Stop("Footnote 4: why divide by √d_k", "inside",
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
+         "The same softmax, scaled three ways: as trained, × 1 and × the Why-tab factor. The marked key is the winner.",
+         "Dot products of d_k random terms grow like √d_k: what does that do to a softmax?",
+         footnote4_pointer(*ENC),
+         "Layer 1, head 5, query “dogs”: with 1/√d_k = 1/√24 its largest weight is 0.88 (on “running”); without it, "
+         "1.00 (on “running”)."),
+    Stop("§3.2.2 Eight heads, eight different views", "attention",
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": "0"},
+         "The overview: every layer × head at once; the framed row of tiles is one layer's heads.",
+         "Why several small heads rather than one big one?",
+         heads_differ_pointer(ENC[0], ENC[1], ENC[3]),
+         "Layer 1: for the row of “dogs” the 8 heads weigh 5 different tokens most: “dogs”, “through”, “running”, "
+         "“are”, “</s>”."),
+    Stop("§3.2.2 Concat, then W^O", "architecture", {"kind": "encoder_self", "layer": "1"},
+         "Figure 2: the h heads' outputs are concatenated, then one linear map W^O mixes them.",
+         "What would be lost without W^O?",
+         figure2_pointer, "Concat: h · d_v = 8 · 24 = 192 = d_model; W^O is 192 × 192."),
+    Stop("§3.1 The masked decoder self-attention and the shift", "attention",
+         {"kind": "decoder_self", "layer": "6", "head": "3"},
+         "Rows are fed the words written so far, one place late; nothing right of the diagonal can be seen.",
+         "Why may the decoder not look at the word it is about to write?",
+         masked_row_pointer(6, 3, "Hunde"),
+         "Layer 6, head 3: the row fed “Hunde” (it writes “rennen”) sees 3 tokens; its weight on the later ones is "
+         "0.00; it looks most at “Zwei” (0.98)."),
+    Stop("§3.2.3 Encoder–decoder attention as alignment", "attention", {"kind": "cross", "layer": "5", "head": "4"},
+         "Queries from the decoder, keys from the encoder: a German row often looks at the English word it is about "
+         "to write.",
+         "Which German word looks at more than one English word, and why?",
+         cell_pointer("cross", 5, 4, "Zwei", plot="detail"),
+         "Layer 5, head 4: the row fed “Zwei” (it writes “Hunde”) looks most at “dogs” (0.92)."),
+    Stop("Decoding, step by step: predict, then reveal", "decoding", {"layer": "6", "head": "0", "step": "3"},
+         "One step: the words written so far go in, one word comes out. Predict it before pressing Reveal.",
+         "What will the model write next? Vote, then press Reveal.",
+         decoding_pointer(6, 3),
+         "Step 3, layer 6, the mean of the heads: written so far “Zwei Hunde”; the decoder looks most at “running” "
+         "(0.71).", action="predict"),
+    Stop("What does a head do?", "heads", {"kind": "cross", "scope": "sentence", "stat": "spread"},
+         "Each cell is a head, named by its role; the marked head is the one the model misses most when it is "
+         "switched off.",
+         "If no single head matters much, what does that say about the eight heads?",
+         ranking_pointer,
+         "Switched off alone, encoder self-attention's layer 4, head 5 costs the shipped sample the most: 1.70 BLEU "
+         "of 37.90."),
+)
+
+
+# ------------------------------------------------------------------------------------------------- the link
+def stop_number(query: Mapping[str, str]) -> int | None:
+    """The 1-based stop a page's query asks for (``lecture=1&stop=N``), None outside the lecture. A stop out of range
+    or malformed is the first."""
+    if str(query.get("lecture", "")).strip() not in ("1", "true", "yes", "on"):
+        return None
+    raw = str(query.get("stop", "1")).strip()
+    n = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 3 else 1
+    return n if 1 <= n <= len(STOPS) else 1
+
+
+def link_query(query: Mapping[str, str]) -> dict[str, str]:
+    """The page's query with the lecture's stop opened: the stop's tab and view (over the link's own), presentation
+    mode on, the link's sentence kept (the lecture's own when it has none). Outside the lecture: ``query`` as it is."""
+    n = stop_number(query)
+    if n is None:
+        return dict(query)
+    stop = STOPS[n - 1]
+    keep = {k: v for k, v in query.items() if k in ("text", "target", "colour", "__theme", "lecture", "stop")}
+    return {"text": SENTENCE, **keep, **stop.view, "tab": stop.tab, "present": "1"}
+
+
+
+# -------------------------------------------------------------------------------------------------- the bar
+def point(n: int, cfg: TransformerConfig, result: AttentionResult, ranking: Mapping | None = None) -> Mark:
+    """Stop ``n``'s mark on ``result`` (the run of the sentence shown)."""
+    return STOPS[n - 1].point(Context(cfg, result, ranking))
+
+
+def caption_bar(query: Mapping[str, str], cfg: TransformerConfig, result: AttentionResult | None,
+                ranking: Mapping | None = None) -> str:
+    """The caption bar's HTML for the page's query: empty outside the lecture. The stop's title, what to look at,
+    the pointer (the model's own words for the sentence shown), the question, Back / Next; the mark, the action and
+    the sentence the pointer is about as data attributes (for assets/web/lecture.js)."""
+    n = stop_number(query)
+    if n is None:
+        return ""
+    stop = STOPS[n - 1]
+    mark = point(n, cfg, result, ranking) if result is not None else None
+    text = result.source_text if result is not None else SENTENCE
+    esc = html.escape
+    pointer = esc(mark.words) if mark else "Translate a sentence first: the marks follow the model's run."
+    data = {"stop": n, "stops": len(STOPS), "text": text, "action": stop.action, "mark": mark.spec() if mark else None}
+    return (f'<div id="lecture-bar" role="region" aria-label="Lecture" data-lecture="{esc(json.dumps(data))}">'
+            f'<div class="lecture-nav">'
+            f'<button type="button" id="lecture-back"{" disabled" if n == 1 else ""}>◀ Back</button>'
+            f'<span class="lecture-count">{n} / {len(STOPS)}</span>'
+            f'<button type="button" id="lecture-next"{" disabled" if n == len(STOPS) else ""}>Next ▶</button>'
+            f'<a id="lecture-exit" href="?">Exit</a></div>'
+            f'<div class="lecture-text"><strong>{esc(stop.title)}.</strong> {esc(stop.look)} '
+            f'<span class="lecture-pointer">{pointer}</span> '
+            f'<span class="lecture-question">Ask: {esc(stop.question)}</span>'
+            f'<span class="lecture-stale" hidden> These marks were for the sentence the stop opened with: Next, Back '
+            f'or <a id="lecture-again" href="?">this stop again</a> recomputes them for yours.</span></div></div>')
