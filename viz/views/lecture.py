@@ -102,6 +102,13 @@ def _weights(result: AttentionResult, kind: str, layer: int, head: int) -> np.nd
     return maps.mean(axis=0) if head == 0 else maps[head - 1]
 
 
+def _strongest(result: AttentionResult, kind: str, layer: int, head: int, word: str) -> tuple[np.ndarray, int, int]:
+    """The head's weights (Q, K), the row of ``word`` (``_row``) and the key that row weighs most."""
+    w = _weights(result, kind, layer, head)
+    row = _row(result.tokens(kind)[0], word, w)
+    return w, row, int(w[row].argmax())
+
+
 def _fed(result: AttentionResult, kind: str, row: int) -> str:
     """A row as the captions name it: the encoder's token, or the decoder row's input and what it writes (§3.1)."""
     tokens = result.tokens(kind)[0]
@@ -118,9 +125,7 @@ def cell_pointer(kind: str, layer: int, head: int, word: str, plot: str) -> Call
     """The cell where the row of ``word`` (``_row``) puts its largest weight, in the heatmap ``plot``."""
 
     def point(ctx: Context) -> Mark:
-        w = _weights(ctx.result, kind, layer, head)
-        row = _row(ctx.result.tokens(kind)[0], word, w)
-        col = int(w[row].argmax())
+        w, row, col = _strongest(ctx.result, kind, layer, head, word)
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = f"{_where(kind, layer, head)}: {_fed(ctx.result, kind, row)} looks most at “{key}” ({w[row, col]:.2f})."
         return Mark(plot, words, row=row, col=col)
@@ -132,9 +137,7 @@ def softmax_row_pointer(kind: str, layer: int, head: int, word: str) -> Callable
     """Equation (1) as whole matrices: the row of ``word`` in softmax(QKᵀ/√d_k), which sums to 1."""
 
     def point(ctx: Context) -> Mark:
-        w = _weights(ctx.result, kind, layer, head)
-        row = _row(ctx.result.tokens(kind)[0], word, w)
-        col = int(w[row].argmax())
+        w, row, col = _strongest(ctx.result, kind, layer, head, word)
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = (f"{_where(kind, layer, head)}: in softmax(QKᵀ/√d_k) {_fed(ctx.result, kind, row)} sums to "
                  f"{float(w[row].sum()):.2f}; its largest weight, {w[row, col]:.2f}, is on “{key}”.")
@@ -147,9 +150,7 @@ def query_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[Cont
     """One query inside a head: panel (b)'s softmax bar (its 4th trace) of the key the query weighs most."""
 
     def point(ctx: Context) -> Mark:
-        w = _weights(ctx.result, kind, layer, head)
-        row = _row(ctx.result.tokens(kind)[0], word, w)
-        col = int(w[row].argmax())
+        w, row, col = _strongest(ctx.result, kind, layer, head, word)
         n = int((w[row] > 0).sum()) if kind == "decoder_self" else w.shape[-1]
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: "
@@ -173,9 +174,7 @@ def footnote4_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[
     """Footnote 4 on one query: its largest weight scaled as trained and without the scaling (× 1)."""
 
     def point(ctx: Context) -> Mark:
-        w = _weights(ctx.result, kind, layer, head)
-        row = _row(ctx.result.tokens(kind)[0], word, w)
-        col = int(w[row].argmax())
+        w, row, col = _strongest(ctx.result, kind, layer, head, word)
         raw = unscaled(w[row], ctx.cfg.d_k)
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: with "
