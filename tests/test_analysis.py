@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.plotly import array
+from helpers.plotly import apply_changes, array
 
 from model.network.checkpoint import WEIGHTS_FILE
 from model.network.inference import Encoded
@@ -281,14 +281,21 @@ def test_stats_view_draws_the_sentence_or_the_sample(translator):
         calls.append(1)
         return sentence_stats(translator.attention(SENTENCES[0]))
 
-    grid, text = stats_view(sample, r, "sentence", "eos")
-    np.testing.assert_allclose(plotly_z(grid, 2), sentence_stats(r).mean("cross", "eos"), rtol=1e-6)
+    text, frames = stats_view(sample, r, "sentence")
+    stats = sentence_stats(r)
     assert "this sentence" in text and not calls
-    grid, text = stats_view(sample, r, "sample", "eos")
-    assert calls and "shipped sample" in text
-    assert stats_view(sample, None, "sentence", "eos") == (None, "Translate a sentence on the Attention tab first.")
+    grids = json.loads(frames)
+    assert set(grids["stats"]) == set(STATS)
+    for stat in STATS:  # each statistic's grid, as the page rebuilds it, is the one drawn for it alone
+        drawn = json.loads(json.dumps(stats_grid_plot(stats, stat)))
+        assert apply_changes(grids["base"], grids["stats"][stat]) == drawn
+    grid = apply_changes(grids["base"], grids["stats"]["eos"])
+    np.testing.assert_allclose(plotly_z(grid, 2), stats.mean("cross", "eos"), rtol=1e-6)
+    text, frames = stats_view(sample, r, "sample")
+    assert calls and "shipped sample" in text and frames
+    assert stats_view(sample, None, "sentence") == ("Translate a sentence on the Attention tab first.", "")
     with pytest.raises(ValueError, match="Unknown scope"):
-        stats_view(sample, r, "corpus", "eos")
+        stats_view(sample, r, "corpus")
 
 
 def test_cell_click_message():

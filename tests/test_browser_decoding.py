@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from helpers.browser import open_app, watched_page
+from helpers.browser import open_app, value, watched_page
 from helpers.scripts import GD, TITLE, VALUE
 from playwright.sync_api import Browser, Page
 
@@ -155,10 +155,12 @@ def test_on_a_phone_a_new_sentence_is_taken_over_when_the_tab_opens_again(page: 
     open_decoding(page)
     page.set_viewport_size({"width": 390, "height": 844})
     select(page, "attention")
-    before = page.inner_text("#status")  # the run's status comes in the same event as the session's result
+    # The translation comes in the same event as the session's result. (Not the status's text: while the run is
+    # pending it holds Gradio's progress tracker, so it changes before the result has come.)
+    before = value(page, "translation")
     page.fill("#source textarea", "The cat sat on the mat.")
     page.click("#run")
-    page.wait_for_function("(old) => document.querySelector('#status').innerText !== old", arg=before)
+    page.wait_for_function(f"(old) => ({VALUE})('translation') !== old", arg=before)
     assert page.locator("[role=tab][data-tab-id=decoding]").first.is_visible()  # no "More tabs" menu
     select(page, "decoding")
     page.wait_for_function(f"() => ({VALUE})('decode-source') === 'The cat sat on the mat.'")

@@ -11,7 +11,17 @@ from __future__ import annotations
 import io
 import re
 
-from helpers.browser import choose_kind, new_page, open_app, plot_point, select_tab, set_number, title, value
+from helpers.browser import (
+    choose_kind,
+    new_page,
+    open_app,
+    plot_point,
+    select_tab,
+    set_number,
+    source_tokens,
+    title,
+    value,
+)
 from helpers.layout import assert_layout_without_overlaps
 from helpers.scripts import GD, HAS_HEATMAP, VALUE
 from PIL import Image
@@ -133,11 +143,15 @@ def test_an_own_translation_shows_both_translations_and_each_tokens_probability(
 def test_an_edited_or_empty_sentence_is_noticed_and_the_last_view_stays(page: Page, server: str):
     open_app(page, server)
     # an edited sentence is marked out of date until it is run
-    status = page.inner_text("#status")  # (the model may translate the longer sentence the same way)
+    # (the model may translate the longer sentence the same way: the status's token count tells the run has come;
+    # not its whole text, which holds Gradio's progress tracker while the run is pending)
+    n_tokens = source_tokens(page)
     page.locator("#source textarea").press_sequentially(" Quickly")
     page.wait_for_function(f"() => ({NOTICE})('notice').includes('still show the last run')")
     page.click("#run")
-    page.wait_for_function("(old) => document.querySelector('#status').innerText !== old", arg=status)
+    page.wait_for_function("(n) => { const m = /(\\d+) source tokens/"
+                           ".exec(document.querySelector('#status').textContent); return !!m && Number(m[1]) !== n; }",
+                           arg=n_tokens)
     page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
 
     # an empty sentence keeps the last view and says why; a good run clears the notice

@@ -30,7 +30,7 @@ class Traffic:
     """The page's requests to the app's queue in flight (each answer's stream ends when its events are done)."""
 
     def __init__(self, page: Page):
-        self.started, self.open = 0, set()
+        self.started, self.open = 0, {}  # each open request: its place in the order they started
         page.on("request", self._start)
         page.on("requestfinished", self._end)
         page.on("requestfailed", self._end)
@@ -40,12 +40,17 @@ class Traffic:
             if "/queue/data" in request.url:
                 # Gradio's client reads one answer stream at a time: a new one means it closed the one before, which
                 # Chromium may never report as finished or failed (a stream aborted mid-body)
-                self.open = {r for r in self.open if "/queue/data" not in r.url}
+                self.open = {r: n for r, n in self.open.items() if "/queue/data" not in r.url}
+            self.open[request] = self.started
             self.started += 1
-            self.open.add(request)
 
     def _end(self, request) -> None:
-        self.open.discard(request)
+        self.open.pop(request, None)
+
+    def _waited(self, since: int) -> list:
+        """The open requests a step waits for: its own, and any request to join the queue. (An answer stream opened
+        before the step, such as the page load's, may stay reported open after its events are done.)"""
+        return [r for r, n in self.open.items() if n >= since or "/queue/data" not in r.url]
 
     def settle(self, page: Page, since: int) -> None:
         """Until the requests a step started (if it starts any within a few seconds) have all ended: every request
@@ -56,7 +61,7 @@ class Traffic:
         while self.started == since and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         deadline = time.monotonic() + SETTLE_S
-        while self.open and time.monotonic() < deadline:
+        while self._waited(since) and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         assert not [r for r in self.open if "/queue/data" not in r.url], [r.url for r in self.open]
 

@@ -9,6 +9,8 @@
   // A step, or its Reveal, drawn from every step's view the page holds (assets/web/decoding.js): no round trip.
   decodeStep: (frames, step, predict) => window.attnDecodeStep(frames, step, !predict),
   decodeReveal: (frames, step) => window.attnDecodeStep(frames, step, true).slice(0, 3),
+  // Head analysis: the statistic's grid drawn from every statistic's grid the page holds (assets/web/heads.js).
+  headsStat: (frames, stat) => window.attnHeadsStat(frames, stat),
   // A message shown at once: a sentence typed but not yet run (the figures still show the last run).
   show: (message) => message,
   // The alignment view is out of date: assets/web/lines.js asks for it again once it is on screen.

@@ -27,3 +27,19 @@ def figure(payload: dict) -> dict:
     """A gr.Plot payload (an endpoint's output) -> the plotly figure dict."""
     assert isinstance(payload, dict) and payload["type"] == "plotly", payload
     return json.loads(payload["plot"])
+
+
+def apply_changes(base, changes):
+    """The page's applyChanges (assets/web/page.js), in Python: a copy of ``base`` with each change of
+    ``viz.views.outputs.changes`` made (the views the page draws without a round trip: decoding steps, statistics)."""
+    root = {"view": json.loads(json.dumps(base))}
+    for path, *value in changes:
+        *keys, last = ["view", *path]
+        at = root
+        for key in keys:
+            at = at[key]
+        if value:
+            at[last] = value[0]
+        else:
+            del at[last]
+    return root["view"]

@@ -7,13 +7,15 @@
   ablation_markdown   the sentence and the sample's BLEU/chrF with and without the switched-off heads
   ranking_markdown    the shipped ranking's top heads (``assets/head_ranking.json``)
   rollout_plots       raw attention (mean over heads) beside its rollout, for the encoder and for cross-attention
-  stats_view, ablation_view   what the tab shows for its choices, from results the model already returned
+  stats_view, ablation_view   what the tab shows for its choices, from results the model already returned (every
+                      statistic's grid at once: ``stats_frames``; the page draws the one chosen)
   ablation_for, ablation_again  the tab's ablation of the session's sentence, and its maps of another kind
 All text from the model or the user is escaped (``escape_token`` for tokens, ``md_escape`` for Markdown).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -34,7 +36,7 @@ from viz.stats_grid import stats_grid_spec
 from viz.text import md_escape
 from viz.views.attention.maps import overview_plot
 from viz.views.attention.share import View, opens
-from viz.views.outputs import SKIP, Figure, finish_figure, open_tab, skipped
+from viz.views.outputs import SKIP, Figure, changes, finish_figure, open_tab, skipped
 from viz.vocab import AXIS_LABELS
 
 if TYPE_CHECKING:
@@ -75,21 +77,30 @@ def stats_grid_plot(stats: HeadStats, stat: str, title: str = "") -> Figure:
     return finish_figure(spec, f"head_{stat}")
 
 
+def stats_frames(stats: HeadStats) -> str:
+    """Every statistic's grid for ``stats``, for the page to draw another statistic without asking the server
+    (assets/web/heads.js, as the Decoding tab draws its steps): JSON ``{"base": the first statistic's figure,
+    "stats": {statistic: its changes from the base}}`` (``viz.views.outputs.changes``). ~20 KB."""
+    base = stats_grid_plot(stats, STATS[0])
+    grids = {stat: changes(base, stats_grid_plot(stats, stat)) for stat in STATS}
+    return json.dumps({"base": base, "stats": grids}, separators=(",", ":"), ensure_ascii=False)
+
+
 def stats_view(
-    sample_stats: Callable[[], HeadStats], result: AttentionResult | None, scope: str, stat: str
-) -> tuple[Figure | None, str]:
-    """(grid, Markdown) for the view's choices: the session's sentence (``result``, no model run) or the sample
-    (``sample_stats()``, read from its file or computed once)."""
-    check_stat(stat)
+    sample_stats: Callable[[], HeadStats], result: AttentionResult | None, scope: str
+) -> tuple[str, str]:
+    """(Markdown, every statistic's grid as ``stats_frames``; "" for none) for the view's scope: the session's
+    sentence (``result``, no model run) or the sample (``sample_stats()``, read from its file or computed once). The
+    page draws the grid of the statistic chosen from those."""
     if scope not in SCOPES:
         raise ValueError(f"Unknown scope {scope!r}: choose one of {', '.join(SCOPES)}.")
     if scope == "sentence":
         if result is None:
-            return None, "Translate a sentence on the Attention tab first."
+            return "Translate a sentence on the Attention tab first.", ""
         stats = sentence_stats(result)
     else:
         stats = sample_stats()
-    return stats_grid_plot(stats, stat), analysis_markdown(stats, SCOPES[scope])
+    return analysis_markdown(stats, SCOPES[scope]), stats_frames(stats)
 
 
 def cell_from_click(n_layers: int, n_heads: int, message: str) -> tuple[str, int, int] | None:

@@ -13,6 +13,7 @@ from viz.ui.wiring import (
     Page,
     click_box,
     how_to_read,
+    in_browser,
     layer_slider,
     listener,
     on_link,
@@ -39,6 +40,7 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
             grid = gr.Plot(label="Layers × heads per kind: click a cell", elem_id=PAGE["cellGrid"], min_width=420)
             rules = gr.Markdown(elem_id="heads-rules")
         cell = click_box(PAGE["cellClick"])
+        frames = gr.Textbox(visible="hidden", elem_id="heads-frames")  # every statistic's grid (stats_frames)
         gr.Markdown("### Switch heads off, for your request only")
         with gr.Row():
             heads = gr.Dropdown(all_heads(cfg.n_layers, cfg.n_heads), multiselect=True, scale=3, elem_id="heads-off",
@@ -60,10 +62,11 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
         for pair in (("enc-raw", "enc"), ("cross-raw", "cross")):  # raw | rollout, the encoder then cross-attention
             with gr.Row():
                 rollout += [gr.Plot(elem_id=f"rollout-{name}", show_label=False, min_width=300) for name in pair]
-    stats = listener(heads_view.stats_view, runs.sample_stats)
-    # always_last: a link sets scope and statistic at once; the grid is drawn with both
-    gr.on([tab.select, scope.change, stat.change], stats, [page.result, scope, stat], [grid, rules],
-          trigger_mode="always_last", **PRIVATE)
+    # Every statistic's grid comes in one answer (heads_view.stats_frames): the page draws the one chosen, and another
+    # statistic, without a round trip (assets/web/heads.js)
+    gr.on([tab.select, scope.change], listener(heads_view.stats_view, runs.sample_stats), [page.result, scope],
+          [rules, frames], trigger_mode="always_last", **PRIVATE)
+    gr.on([frames.change, stat.change], None, [frames, stat], grid, js=in_browser("headsStat"))
     gr.on([tab.select, layer.change], listener(heads_view.rollout_plots), [page.result, layer], rollout, **PRIVATE)
 
     def run_ablation(result, heads_, kind_, progress=gr.Progress()):  # noqa: B008 (Gradio's progress bar)
