@@ -1,7 +1,8 @@
 """The lecture in a real browser at a projector's 1280×720: ``?lecture=1&stop=1`` and then the keyboard alone (→ where
 the tab shown does not use the arrows itself, PageDown on the Decoding tab, PageUp back) walks every stop; each opens
 its tab and view with no other click, in presentation mode, its mark on screen above the caption bar, the bar fully
-visible, its pointer the model's own words (viz.views.lecture, checked against the shipped model in
+visible, every text on screen at least 16 px at a contrast of 4.5:1 or more (tests/helpers/present.py), its pointer
+the model's own words (viz.views.lecture, checked against the shipped model in
 tests/test_lecture.py). Then the visitor's own sentence on a stop (its marks said to be stale, then recomputed on
 the next stop), in the dark theme, which the stops' links keep.
 
@@ -17,25 +18,39 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 from helpers.browser import TIMEOUT_MS, Watch
+from helpers.present import STILL, measure
 from playwright.sync_api import Browser, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viz.views import lecture
 
 OWN = "A man in a blue shirt is playing the guitar on the street."
 LEFT_BEHIND = re.compile(r"AbortError|Connection errored out")  # the page left while a stream was open
-SHOWN = """(n) => {
+# Stop n's mark on screen above the bar, and (``whole``) what the mark says must be on screen with it (its frame), if
+# any: on the lecture's own sentence; a longer sentence of the visitor's may make it taller than the screen
+SHOWN = """([n, whole]) => {
   const bar = document.getElementById('lecture-bar');
   if (!bar || JSON.parse(bar.dataset.lecture).stop !== n || !window.attnLectureMark) return false;
-  const mark = window.attnLectureMark(), b = bar.getBoundingClientRect();
-  return !!mark && mark.top >= 0 && mark.left >= 0 && mark.right <= innerWidth && mark.bottom <= b.top;
+  const b = bar.getBoundingClientRect(), frame = JSON.parse(bar.dataset.lecture).mark.frame;
+  const inside = (r) => !!r && r.top >= 0 && r.left >= 0 && r.right <= innerWidth && r.bottom <= b.top;
+  return inside(window.attnLectureMark()) && (!whole || !frame || inside(window.attnLectureFrame()));
+}"""
+WHERE = """() => {
+  const bar = document.getElementById('lecture-bar'), box = (el) => el && el.getBoundingClientRect().toJSON();
+  return {data: bar && bar.dataset.lecture, bar: box(bar), mark: window.attnLectureMark && window.attnLectureMark(),
+          frame: window.attnLectureFrame && window.attnLectureFrame(), scrollY,
+          height: document.documentElement.scrollHeight};
 }"""
 STATE = """() => {
   const bar = document.getElementById('lecture-bar'), b = bar.getBoundingClientRect();
   const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');
   const checked = (id) => document.querySelector(`#${id} input:checked`)?.value ?? null;
+  const box = (id) =>
+    { const r = document.getElementById(id)?.getBoundingClientRect(); return r && [r.top, r.bottom]; };
   return {bar: [b.top, b.bottom, bar.scrollHeight, bar.clientHeight], text: bar.textContent, height: innerHeight,
           tab: tab && tab.dataset.tabId, present: document.body.classList.contains('attn-present'),
           view: checked('in-view'), predict: !!document.querySelector('#predict-mode input:checked'),
+          reveal: box('reveal'), stages: ['in-m-scores', 'in-m-scaled'].map(box),
           dark: document.body.classList.contains('dark') || document.documentElement.classList.contains('dark')};
 }"""
 
@@ -47,10 +62,19 @@ def _page(browser: Browser) -> tuple[Page, Watch]:
     return page, Watch(page)
 
 
-def _at_stop(page: Page, n: int) -> dict:
+def _shown(page: Page, n: int, whole: bool = True) -> None:
+    """Until stop ``n``'s mark (and ``whole``: its frame) is on screen above the bar; if it never is, the failure says
+    where things were."""
+    try:
+        page.wait_for_function(SHOWN, arg=[n, whole], timeout=TIMEOUT_MS)
+    except PlaywrightTimeout:
+        raise AssertionError((n, page.url, page.evaluate(WHERE))) from None
+
+
+def _at_stop(page: Page, n: int, measured: bool = True) -> dict:
     """Waits for stop ``n`` to show its mark on screen; checks its tab, view, mode and caption; returns the state."""
     stop = lecture.STOPS[n - 1]
-    page.wait_for_function(SHOWN, arg=n, timeout=TIMEOUT_MS)
+    _shown(page, n)
     page.wait_for_function("(tab) => new URLSearchParams(location.search).get('tab') === tab", arg=stop.tab)  # synced
     state = page.evaluate(STATE)
     top, bottom, scroll_h, client_h = state["bar"]
@@ -59,14 +83,26 @@ def _at_stop(page: Page, n: int) -> dict:
     assert (state["tab"], state["present"]) == (stop.tab, True), (n, state)
     assert html.unescape(stop.claim) in state["text"], (n, state["text"])  # the model's own words, on the page
     assert f"{n} / {len(lecture.STOPS)}" in state["text"]
-    if stop.action == "matrix":
-        assert state["view"] == "matrix"
-    if stop.action == "predict":
-        assert state["predict"]
+    if "show" in stop.view:  # Inside a head's view, opened by the link alone (no click)
+        assert state["view"] == stop.view["show"]
+    if stop.view.get("show") == "matrix":  # ③ and ④ on screen (SHOWN: the mark's frame), ① and ② above, as it says
+        assert all(bottom <= 1 for _, bottom in state["stages"]) and "① and ② just above" in stop.look, state
+    if stop.action == "predict":  # the step's Reveal on screen with the marked chart (and the predict mode on)
+        assert state["predict"] and 0 <= state["reveal"][0] and state["reveal"][1] <= top, (state["reveal"], top)
     query = parse_qs(urlsplit(page.url).query)
     shown = {k: query[k][0] for k in stop.view if k in query}
     assert shown == {k: v for k, v in stop.view.items() if k in shown} and shown, (n, page.url)  # the stop's view
+    if measured:
+        _large_and_clear(page, n)
     return state
+
+
+def _large_and_clear(page: Page, n: int) -> None:
+    """Every text on screen (the caption bar's too) at least 16 px and 4.5:1, no figure's texts over each other or
+    cut: measured as presentation mode is (tests/helpers/present.py), once the figures keep still."""
+    page.evaluate(STILL)
+    got = measure(page, on_screen=True)
+    assert got["texts"] and not got["problems"], (n, page.url, got["problems"][:20])
 
 
 def _own_sentence(page: Page) -> None:
@@ -78,9 +114,10 @@ def _own_sentence(page: Page) -> None:
     assert page.evaluate("() => window.attnLectureMark()") is None  # the old mark is gone
     page.keyboard.press("PageDown")  # (the focus is in the sentence box: → stays the box's own)
     page.wait_for_url(re.compile(r"[?&]stop=3(&|$)"))
-    page.wait_for_function(SHOWN, arg=3)
+    _shown(page, 3, whole=False)  # (this sentence's 13 rows make ③ and ④ taller than the screen)
     text = page.evaluate(STATE)["text"]
     assert "“shirt”" in text and lecture.STOPS[2].claim not in text, text  # recomputed on the new sentence
+    _large_and_clear(page, 3)  # dark, the whole matrices of 13 tokens
 
 
 def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str):
@@ -96,7 +133,7 @@ def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str
             page.wait_for_url(re.compile(rf"[?&]stop={n + 1}(&|$)"))
         page.keyboard.press("PageUp")
         page.wait_for_url(re.compile(rf"[?&]stop={len(lecture.STOPS) - 1}(&|$)"))
-        _at_stop(page, len(lecture.STOPS) - 1)
+        _at_stop(page, len(lecture.STOPS) - 1, measured=False)  # (measured on the way)
         page.goto(f"{server}?lecture=1&stop=2&__theme=dark")  # the dark theme, which Next keeps
         assert _at_stop(page, 2)["dark"]
         _own_sentence(page)

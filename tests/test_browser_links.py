@@ -1,7 +1,8 @@
 """Links in a real browser: a link opens every tab's view (Decoding's layer, head and step, Architecture's kind and
-layer, Inside a head's kind, layer, head and query, Head analysis's scope, statistic and kind, the Lab's runs) and the
-page writes each tab's view back into its URL; colour bars, gradients and the masked hatching survive every change of
-the URL; a click on a row of the mean's close-up says which head "Inside a head" opened.
+layer, Inside a head's kind, layer, head, query and view (one query or whole matrices), Head analysis's scope,
+statistic and kind, the Lab's runs) and the page writes each tab's view back into its URL; colour bars, gradients and
+the masked hatching survive every change of the URL; a click on a row of the mean's close-up says which head "Inside a
+head" opened.
 
 The app and the browser are tests/conftest.py's (`python app.py`, the shipped model); each page fails its test on a
 console error or a request off loopback. 1280×720 (a projector).
@@ -153,7 +154,15 @@ def test_a_link_opens_architecture_inside_a_head_head_analysis_and_the_lab_on_th
                                ".test(document.querySelector('#in-steps')?.textContent || '')")
         assert page.evaluate(CHECKED, "in-query") == "4" and page.evaluate(CHECKED, "in-head") == "3"
         page.locator("#in-query label:has(input[value='1'])").click()
-        wait_query(page, tab="inside", kind="cross", layer="2", head="3", query="1")
+        wait_query(page, tab="inside", kind="cross", layer="2", head="3", query="1", show="query")
+
+    with new_page(browser, 1280, 720) as page:  # Inside a head's whole matrices, by the link alone
+        open_link(page, server, "inside", kind="encoder_self", layer="1", head="5", show="matrix")
+        page.locator("#in-m-weights .main-svg").first.wait_for(state="visible")
+        assert page.evaluate(CHECKED, "in-view") == "matrix" and page.locator("#in-one-query").is_hidden()
+        page.locator("#in-view label", has_text="One query").click()
+        wait_query(page, tab="inside", kind="encoder_self", layer="1", head="5", show="query")
+        page.locator("#in-scores .main-svg").first.wait_for(state="visible")
 
     with new_page(browser, 1280, 720) as page:
         open_link(page, server, "heads", scope="sample", stat="entropy", kind="encoder_self")

@@ -21,7 +21,8 @@ from viz.views.page import PAGE
 
 TEXT = "a big dog runs in the park."
 TABS = ("attention", "decoding", "scaling")
-CHOICES = {"stat": ("entropy", "spread"), "scope": ("sentence", "sample"), "runs": ("h8", "h8-unscaled")}
+CHOICES = {"stat": ("entropy", "spread"), "scope": ("sentence", "sample"), "runs": ("h8", "h8-unscaled"),
+           "show": ("query", "matrix")}
 HOSTILE = ("<script>window.__xss=1</script>", "javascript:alert(1)", '"><img src=x onerror=alert(1)>')
 
 
@@ -45,7 +46,7 @@ def z_of(trace: dict) -> np.ndarray:
 # ------------------------------------------------------------------------------------------- links (share)
 def test_a_link_round_trips_every_parameter(translator):
     view = share.View("A dog & a cat?", "Ein Hund", "decoder_self", 2, 0, "scaling", True, "row", 7, 3, "spread",
-                      "sample", ("h8-unscaled", "h8"))
+                      "sample", ("h8-unscaled", "h8"), "matrix")
     assert parse(view.query_params(), translator.cfg) == (view, [])
     assert set(view.query_params()) == set(share.PARAMS)
     none = share.View("x", runs=())  # no run at all is a choice too (the Lab's curves), written as "runs="
@@ -58,7 +59,7 @@ def test_a_bare_link_is_the_default_view_without_notices(translator):
     assert view == share.View("Default sentence.") and notes == []
     assert (view.kind, view.layer, view.head, view.tab, view.present, view.colour) == ("cross", None, None,
                                                                                       "attention", False, "fixed")
-    assert (view.step, view.query, view.stat, view.scope, view.runs) == (None,) * 5  # each tab's own default
+    assert (view.step, view.query, view.stat, view.scope, view.runs, view.show) == (None,) * 6  # each tab's own
 
 
 @pytest.mark.parametrize("payload", HOSTILE)
@@ -80,7 +81,8 @@ def test_hostile_values_fall_back_and_the_notice_never_repeats_them(translator, 
                                               ("head", "1e1"), ("kind", "CROSS"), ("present", "2"),
                                               ("colour", "auto "), ("tab", "model-card"), ("step", "0"),
                                               ("step", "1000"), ("query", "100"), ("stat", "Entropy"),
-                                              ("scope", "all"), ("runs", "h8,h2"), ("runs", "h8;h8-unscaled")])
+                                              ("scope", "all"), ("runs", "h8,h2"), ("runs", "h8;h8-unscaled"),
+                                              ("show", "Matrix"), ("show", "api")])
 def test_values_out_of_range_fall_back(translator, param, value):
     view, notes = parse({param: value}, translator.cfg)  # the tiny model: 2 layers, 4 heads
     if (param, value) == ("colour", "auto "):  # surrounding spaces are forgiven

@@ -14,11 +14,14 @@ import re
 
 import numpy as np
 import pytest
+from helpers.plotly import array
 
 from model.network.inference import ASSETS, Translator
 from model.probes.ablation import load_ranking
 from model.probes.inside import inside_head
 from model.probes.steps import decode_steps
+from model.serving.lab import Lab
+from viz.views import lab as lab_view
 from viz.views import lecture
 from viz.views.attention import share
 from viz.views.attention.examples import shown_token
@@ -36,8 +39,13 @@ def runs(shipped):
     return {text: shipped.attention(text) for text in (lecture.SENTENCE, OTHER)}
 
 
+@pytest.fixture(scope="module")
+def lab() -> dict:
+    return Lab().runs_payload()  # the shipped records (assets/lab)
+
+
 def _mark(shipped, runs, n, text=lecture.SENTENCE):
-    return lecture.point(n, shipped.cfg, runs[text], load_ranking())
+    return lecture.point(n, shipped.cfg, runs[text], load_ranking(), Lab().runs_payload())
 
 
 STOP_IDS = [f"{i}-{s.title}" for i, s in enumerate(lecture.STOPS, start=1)]
@@ -87,7 +95,7 @@ def test_marks_follow_the_sentence(shipped, runs):
     moved = [n for n in range(1, len(lecture.STOPS) + 1)
              if _mark(shipped, runs, n).spec() != _mark(shipped, runs, n, OTHER).spec()
              or _mark(shipped, runs, n).words != _mark(shipped, runs, n, OTHER).words]
-    model_wide = [n for n, s in enumerate(lecture.STOPS, start=1) if s.tab in ("architecture", "heads")]
+    model_wide = [n for n, s in enumerate(lecture.STOPS, start=1) if s.tab in ("architecture", "heads", "lab")]
     assert sorted(moved + model_wide) == list(range(1, len(lecture.STOPS) + 1))
 
 
@@ -123,6 +131,31 @@ def test_the_decoding_stop_marks_what_the_decoding_tab_shows(shipped, runs):
     assert _mark(shipped, runs, n).col == int(steps.cross[layer - 1].mean(axis=0)[step - 1].argmax())
 
 
+def test_the_lab_stop_marks_the_curves_the_lab_tab_draws(shipped, runs, lab):
+    """Footnote 4 in training: the marked points are the two runs' last validation-loss points in the Lab tab's own
+    figure for the stop's link (its default kind and layer), their values the caption's; the best validation BLEU is
+    the records' largest over the epochs. Without the runs shipped, the caption says so and marks nothing."""
+    n = next(i for i, s in enumerate(lecture.STOPS, start=1) if s.tab == "lab")
+    names = lecture.STOPS[n - 1].view["runs"].split(",")
+    mark = _mark(shipped, runs, n)
+    fig, _ = lab_view.curves_plot(Lab(), "encoder_self", 0, names)
+    entries = {r["name"]: r for r in lab["runs"]}
+    assert len(mark.points) == len(names) == 2
+    for (trace, point), name in zip(mark.points, names, strict=True):
+        line = fig["data"][trace]
+        assert line["name"] == entries[name]["label"] and line["yaxis"] in (None, "y")  # the top panel: validation loss
+        ys = array(line["y"])
+        assert point == len(ys) - 1 and f"validation loss {ys[point]:.2f}" in mark.words
+        best = max(e["val_bleu"] for e in entries[name]["epochs"][0])
+        assert f"best validation BLEU {best:.1f}" in mark.words
+    assert mark.words.index(f"{array(fig['data'][mark.points[0][0]]['y'])[-1]:.2f}") < mark.words.index("without it")
+    ends = [array(fig["data"][trace]["y"])[-1] for trace, _ in mark.points]
+    upper = f"{max(ends):.2f} (the upper line)"
+    assert mark.words.count("(the upper line)") == 1 and upper in mark.words, mark.words  # the higher end, named
+    none = lecture.point(n, shipped.cfg, runs[lecture.SENTENCE], None, {"runs": []})
+    assert none.points == () and "not shipped" in none.words
+
+
 def test_the_head_analysis_stop_marks_the_rankings_first_head(shipped, runs):
     ranking = load_ranking()
     n = next(i for i, s in enumerate(lecture.STOPS, start=1) if s.tab == "heads")
@@ -135,7 +168,8 @@ def test_the_head_analysis_stop_marks_the_rankings_first_head(shipped, runs):
 # ------------------------------------------------------------------------------------------------- the link
 def test_a_stop_link_opens_its_view_in_presentation_mode(shipped):
     tabs = ["attention", "decoding", "scaling", "inside", "heads", "architecture", "lab", "model-card"]
-    choices = {"stat": ["spread"], "scope": ["sentence", "sample"]}
+    choices = {"stat": ["spread"], "scope": ["sentence", "sample"], "show": ["query", "matrix"],
+               "runs": [r["name"] for r in Lab().runs_payload()["runs"]]}
     for n, stop in enumerate(lecture.STOPS, start=1):
         query = lecture.link_query({"lecture": "1", "stop": str(n), "__theme": "dark"})
         view, notices = share.parse(query, shipped.cfg, tabs, "default", choices)

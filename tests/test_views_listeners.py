@@ -10,6 +10,7 @@ import json
 import gradio as gr
 import pytest
 from gradio.utils import get_type_hints
+from helpers.plotly import apply_changes
 
 from model.network.inference import Translator
 from model.serving.cache import ByteLRU
@@ -159,21 +160,6 @@ def test_an_example_opens_its_view_with_its_caption(runs, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ the Decoding tab
-def apply_changes(base, changes):
-    """The page's applyChanges (assets/web/page.js), in Python: a copy of base with each change made."""
-    root = {"view": json.loads(json.dumps(base))}
-    for path, *value in changes:
-        *keys, last = ["view", *path]
-        at = root
-        for key in keys:
-            at = at[key]
-        if value:
-            at[last] = value[0]
-        else:
-            del at[last]
-    return root["view"]
-
-
 def test_changes_turn_one_json_value_into_another():
     base = {"a": 1, "gone": 2, "list": [{"x": 1}, {"x": 2}], "flat": [1, 2], "nested": {"k": "v"}}
     other = {"a": 1.0, "list": [{"x": 1}, {"x": 3, "y": 0}], "flat": [1, 2, 3], "nested": {"k": "w"}, "new": None}
@@ -274,10 +260,13 @@ def test_the_other_tabs_take_their_part_of_a_link(runs):
     chips = inside_view.query_choices(result.target_tokens)
     assert opened[:4] == ("decoder_self", 2, 2, Update(choices=chips, value=3)) and opened[-1] == open_tab("inside")
     assert opened[4] == matrix_view.seen_key(result, "decoder_self", 2, 2)  # the tab's opening keeps the query
+    assert opened[5] is SKIP  # no view in the link: the tab's own
+    whole = matrix_view.open_link(runs.cfg, share.View(TEXT, tab="inside", show="matrix"), result, "cross", 1, 1)
+    assert whole[5] == matrix_view.MATRIX and whole[-1] == open_tab("inside")  # the link's view: every query at once
     for link in (None, elsewhere):
         assert architecture.open_link(link, "cross", 2) == (SKIP,) * 3
         assert heads_view.open_link(link, "cross") == skipped(4) and lab_view.open_link(link) == (SKIP, SKIP)
-        assert matrix_view.open_link(runs.cfg, link, result, "cross", 1, 1) == skipped(6)
+        assert matrix_view.open_link(runs.cfg, link, result, "cross", 1, 1) == skipped(7)
 
 
 def test_a_grid_cell_opens_its_head_on_the_attention_tab(runs):

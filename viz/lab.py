@@ -86,6 +86,18 @@ def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figu
     return fig
 
 
+def curve_trace(runs: Sequence[dict], name: str, key: str = "probe_loss") -> int:
+    """The index, in ``curves_figure(runs, …)``'s traces, of run ``name``'s (first seed's) curve ``key`` (one of
+    ``CURVES``' keys; for "grad_wq" its ‖∇W^Q‖ line)."""
+    per_seed = [2 if k == "grad_wq" else 1 for k, _, _ in CURVES]
+    before = 0
+    for entry in runs:
+        if entry["name"] == name:
+            return before + sum(per_seed[:[k for k, _, _ in CURVES].index(key)])
+        before += len(entry["seeds"]) * sum(per_seed)
+    raise ValueError(f"no run {name!r} among the curves")
+
+
 def timelapse_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
                      causal: bool = False) -> go.Figure:
     """One head's map (Q, K) at one training step, on the fixed 0–1 scale (masked cells left blank)."""

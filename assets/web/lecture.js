@@ -12,9 +12,11 @@
    decoder: decoding.js) and on the close-up while it has the focus (its arrows change the head and the layer:
    classroom.js).
 
-   The mark: a figure's cell, row or bar as a plotly shape named lecture-mark (drawn again on each new figure), an SVG
-   block of Figures 1–2 outlined (class lecture-mark), or the overview's chosen-tile frame (classroom.js draws it).
-   window.attnLectureMark() gives the mark's box on screen (tests). */
+   The mark: a figure's cell, row, bar or points of its lines as a plotly shape named lecture-mark (drawn again on
+   each new figure), an SVG block of Figures 1–2 outlined (class lecture-mark), or the overview's chosen-tile frame
+   (classroom.js draws it).
+   window.attnLectureMark() gives the mark's box on screen, window.attnLectureFrame() the box of what must be on screen
+   with it (the figure, or the mark's frame) (tests). */
 (page, {plotOf, onChange}) => {
   const bar = () => document.getElementById('lecture-bar');
   const data = () => {
@@ -64,7 +66,8 @@
   const shapeOf = (gd, m) => {
     const traces = gd._fullData || gd.data || [];  // (plotly's own copy: typed arrays decoded, axes named)
     let t;
-    if (m.trace !== undefined) t = traces[m.trace];
+    if (m.points) t = traces[m.points[0][0]];
+    else if (m.trace !== undefined) t = traces[m.trace];
     else if (m.kind) t = traces.find((d) => d.type === 'heatmap' && d.customdata && d.customdata[0]
                                       && d.customdata[0][0] && d.customdata[0][0][0] === m.kind);
     else t = traces.find((d) => d.type === 'heatmap');
@@ -73,6 +76,24 @@
     const at = (values, i) => (values && typeof values[i] === 'number' ? values[i] : i);
     const frame = {type: 'rect', name: 'lecture-mark', layer: 'above', fillcolor: 'rgba(0,0,0,0)',
                    line: {color: '#ff2d55', width: 4}, xref: xa, yref: ya};
+    if (m.points) {  // points of line traces (on the first one's axes), framed together with a little room around
+      const xs = [], ys = [];
+      for (const [i, p] of m.points) {
+        const line = traces[i];
+        if (!line || !line.x || !line.y || p >= line.x.length) return null;
+        xs.push(line.x[p]); ys.push(line.y[p]);
+      }
+      // (kept inside the axes' ranges: plotly clips a shape at the plot's edge, where a run's last point lies)
+      const fl = gd._fullLayout || {}, fit = (axis, lo, hi, pad) => {
+        const ax = fl[axis.replace(/^([xy])/, '$1axis')] || {};
+        if (!ax.range || ax.type === 'log') return [lo, hi];
+        const [a, b] = [Math.min(...ax.range), Math.max(...ax.range)], d = pad * (b - a), edge = 0.004 * (b - a);
+        return [Math.max(lo - d, a + edge), Math.min(hi + d, b - edge)];
+      };
+      const [x0, x1] = fit(xa, Math.min(...xs), Math.max(...xs), 0.03);
+      const [y0, y1] = fit(ya, Math.min(...ys), Math.max(...ys), 0.06);
+      return {...frame, x0, x1, y0, y1};
+    }
     if (t.type === 'heatmap') {
       const cols = t.z && t.z[0] ? t.z[0].length : 0;
       const x = m.col === undefined ? [-0.5, cols - 0.5] : [at(t.x, m.col) - 0.5, at(t.x, m.col) + 0.5];
@@ -135,23 +156,36 @@
   for (const type of ['wheel', 'touchstart', 'mousedown', 'keydown']) {
     window.addEventListener(type, () => { moved = true; }, {capture: true, passive: true});
   }
+  // The part of the page the stop is about: the figure, or (the mark's frame) the union of what its selector finds.
+  const frameBox = (m) => {
+    const found = m.frame ? [...document.querySelectorAll(m.frame)] : [document.getElementById(m.plot)];
+    const boxes = found.filter(Boolean).map((el) => el.getBoundingClientRect()).filter((r) => r.width && r.height);
+    if (!boxes.length) return null;
+    return {top: Math.min(...boxes.map((r) => r.top)), bottom: Math.max(...boxes.map((r) => r.bottom)),
+            left: Math.min(...boxes.map((r) => r.left)), right: Math.max(...boxes.map((r) => r.right))};
+  };
+  window.attnLectureFrame = () => { const d = data(); return d && d.mark ? frameBox(d.mark) : null; };
   const scrollTo = (m) => {
-    const box = document.getElementById(m.plot), mark = markBox(), b = bar();
+    const box = frameBox(m), mark = markBox(), b = bar();
     if (!box || !mark) return false;
     const room = window.innerHeight - (b ? b.getBoundingClientRect().height : 0);
-    const top = box.getBoundingClientRect().top;
+    const top = box.top;
     if (top >= 0 && top <= 16 && mark.top >= 0 && mark.bottom <= room) return true;
     if (top >= 0 && mark.top >= 0 && mark.bottom <= room && window.scrollY + window.innerHeight
         >= document.documentElement.scrollHeight - 2) return true;  // as far as the page goes
-    const bottom = box.getBoundingClientRect().bottom;
+    const bottom = box.bottom;
     // The figure's top at the screen's top; a figure taller than the room: its foot (its axis labels) just above the
-    // bar, unless that hides the mark's top.
-    const dy = bottom - top <= room - 16 ? top - 8 : Math.min(bottom - room + 8, mark.top - 8);
+    // bar, unless that hides the mark's top; a small mark (a cell, a row) in it: the mark in the room's middle (what
+    // is above it, its column's heading, stays on screen), no lower than the foot's place.
+    const small = mark.bottom - mark.top < 60, middle = (mark.top + mark.bottom - room) / 2;
+    const dy = bottom - top <= room - 16 ? top - 8
+      : small ? Math.max(top - 8, Math.min(bottom - room + 8, middle)) : Math.min(bottom - room + 8, mark.top - 8);
     window.scrollBy({top: dy, behavior: 'instant'});
     return true;
   };
 
-  // The stop's action, once its view is drawn: Inside a head's query and whole-matrix view; predict-then-reveal.
+  // The stop's action, once its view is drawn: Inside a head's query (the row the mark is on: the visitor's sentence
+  // has its own), predict-then-reveal. (The link opens everything else, Inside a head's whole matrices included.)
   const clickInput = (selector) => {
     const input = document.querySelector(selector);
     if (!input || input.checked) return !!input;
@@ -161,13 +195,12 @@
   const act = (d) => {
     const m = d.mark || {};
     if (m.query !== undefined && !clickInput(`#in-query input[type=radio][value="${m.query}"]`)) return false;
-    if (d.action === 'matrix') return !!plotOf('in-scores') && clickInput('#in-view input[type=radio][value=matrix]');
     if (d.action === 'predict') return !!plotOf('decode-cross') && clickInput('#predict-mode input[type=checkbox]');
     return true;
   };
 
   let done = {acted: false, stale: null};
-  onChange(() => {
+  const update = () => {
     placeEntry();
     const d = data(), b = bar();
     document.body.classList.toggle('attn-lecture', !!d);
@@ -187,5 +220,12 @@
     done.acted = done.acted || act(d);
     if (!done.acted || !markElement(d.mark)) return;
     if (!moved) scrollTo(d.mark);
-  });
+  };
+  onChange(update);
+  // Layout also moves without a change of the page's elements (a figure resized, a font loaded, a busy machine's late
+  // styles): until the visitor moves, the mark is checked again a few times a second for the stop's first minute.
+  const started = Date.now(), again = setInterval(() => {
+    if (moved || Date.now() - started > 60000) clearInterval(again);
+    else if (bar()) update();
+  }, 300);
 }

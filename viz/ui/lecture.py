@@ -20,10 +20,10 @@ def build_lecture(page: Page) -> None:
     gr.HTML(f'<a id="lecture-start" href="{lecture.ENTRY}">▶ Lecture: §3.1–3.2 in {len(lecture.STOPS)} stops</a>',
             elem_id="lecture-entry", padding=False)
     bar = gr.HTML("", elem_id=PAGE["lecture"], padding=False)
-    cfg, ranking = page.runs.cfg, load_ranking()
+    cfg, ranking, lab = page.runs.cfg, load_ranking(), page.runs.lab.runs_payload()
 
     def caption(result: SessionResult | None, request: gr.Request) -> str:  # the stop's caption, marked for its run
         return lecture.caption_bar(dict(request.query_params), cfg, result.get() if result is not None else None,
-                                   ranking)
+                                   ranking, lab)
 
     page.opened.then(caption, page.result, bar, queue=False, show_progress="hidden", **PRIVATE)

@@ -179,8 +179,10 @@ def close_up_row(cfg: TransformerConfig, message: str, result: AttentionResult |
 def open_link(cfg: TransformerConfig, link: View | None, result: AttentionResult | None, kind, layer, head) -> tuple:
     """A link that names this tab (viz.views.attention.share): the Attention tab's kind, layer and head, opened from
     the same link, with the link's query (``take_over``'s outputs), the view seen (``seen_key``: the tab's opening
-    keeps them), then the tab opened; any other link (or none yet) changes nothing."""
+    keeps them), the link's view (``show``: one query or whole matrices; none: the tab's own), then the tab opened; any
+    other link (or none yet) changes nothing."""
     if not opens(link, "inside") or result is None:
-        return skipped(6)
+        return skipped(7)
     seen = seen_key(result, *attention_view(cfg, kind, layer, head))
-    return *take_over(cfg, result, kind, layer, head, link.query or 0), seen, open_tab("inside")
+    show = check_mode(link.show) if link.show is not None else SKIP
+    return *take_over(cfg, result, kind, layer, head, link.query or 0), seen, show, open_tab("inside")

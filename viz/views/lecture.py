@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from viz.lab import curve_trace
 from viz.views.attention.context import next_tokens
 from viz.views.attention.examples import shown_token
 from viz.views.attention.maps import DEFAULT_SOURCE
@@ -46,8 +47,9 @@ class Mark:
     """What a caption points at, and where the page marks it. A figure (``plot``: a gr.Plot's element id): its
     heatmap cell (``row``, ``col``: z indices), a whole row (``col`` None), or a bar (``col`` alone) of trace ``trace``
     (index among the figure's traces; for a heatmap None = the first heatmap; ``kind``: the heatmap whose cells'
-    customdata name that kind). Or a block of an SVG (``selector`` inside element ``plot``), or the tile the page
-    frames already (``tile``: the overview's chosen-tile frame, assets/web/classroom.js)."""
+    customdata name that kind), or points of line traces framed together (``points``: (trace, point) index pairs).
+    Or a block of an SVG (``selector`` inside element ``plot``), or the tile the page frames already (``tile``: the
+    overview's chosen-tile frame, assets/web/classroom.js)."""
 
     plot: str
     words: str  # the pointer, as the caption says it
@@ -58,22 +60,28 @@ class Mark:
     selector: str = ""
     tile: bool = False
     query: int | None = None  # Inside a head: the query the view must show (0-based; the page picks it)
+    points: tuple[tuple[int, int], ...] = ()
+    frame: str = ""  # what must be on screen with the mark (a CSS selector in the page: the union of what it finds);
+    #                  the page scrolls it into view rather than the figure ``plot`` as a whole
 
     def spec(self) -> dict:
         """The mark as the page script reads it (JSON)."""
         out = {"plot": self.plot, "row": self.row, "col": self.col, "trace": self.trace, "kind": self.kind,
-               "selector": self.selector, "tile": self.tile, "query": self.query}
-        return {k: v for k, v in out.items() if v is not None and v is not False and v != ""}  # row 0 stays
+               "selector": self.selector, "tile": self.tile, "query": self.query, "frame": self.frame,
+               "points": [list(p) for p in self.points]}
+        return {k: v for k, v in out.items() if v is not None and v is not False and v != "" and v != []}  # 0 stays
 
 
 @dataclass(frozen=True)
 class Context:
     """What a pointer is computed from: the model's configuration, the run of the sentence shown, the shipped head
-    ranking (``model.probes.ablation.load_ranking``; None without one)."""
+    ranking (``model.probes.ablation.load_ranking``; None without one), the lab's shipped runs
+    (``model.serving.lab.Lab.runs_payload()``; None or no runs: nothing shipped)."""
 
     cfg: TransformerConfig
     result: AttentionResult
     ranking: Mapping | None = None
+    lab: Mapping | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +93,7 @@ class Stop:
     question: str  # one question for the class
     point: Callable[[Context], Mark]
     claim: str  # the pointer's words on SENTENCE, as the shipped model runs it (tests/test_lecture.py checks it)
-    action: str = ""  # what the page does once the view is open: "matrix" (Inside a head's whole matrices),
-    #                   "predict" (the Decoding tab's predict-then-reveal)
+    action: str = ""  # what the page does once the view is open: "predict" (the Decoding tab's predict-then-reveal)
 
 
 # ----------------------------------------------------------------------------------------------- pointers
@@ -141,7 +148,8 @@ def softmax_row_pointer(kind: str, layer: int, head: int, word: str) -> Callable
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = (f"{_where(kind, layer, head)}: in softmax(QKᵀ/√d_k) {_fed(ctx.result, kind, row)} sums to "
                  f"{float(w[row].sum()):.2f}; its largest weight, {w[row, col]:.2f}, is on “{key}”.")
-        return Mark("in-m-weights", words, row=row, col=col, query=row)
+        # on screen: ③ and ④ (two a row in presentation mode: ① and ② are the row above, one screen up)
+        return Mark("in-m-weights", words, row=row, col=col, query=row, frame="#in-m-masked, #in-m-weights")
 
     return point
 
@@ -181,6 +189,35 @@ def footnote4_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[
                  f"1/√d_k = 1/√{ctx.cfg.d_k} its largest weight is {w[row, col]:.2f} (on “{key}”); "
                  f"without it, {raw.max():.2f} (on “{shown_token(ctx.result.tokens(kind)[1][int(raw.argmax())])}”).")
         return Mark("in-footnote4", words, col=col, trace=0, query=row)
+
+    return point
+
+
+def lab_pointer(scaled: str, unscaled: str) -> Callable[[Context], Mark]:
+    """Footnote 4 in training: two lab siblings alike but for 1/√d_k (``scaled``, ``unscaled``: run names), from their
+    shipped records — where the validation-loss curves end (the gap marked on the Lab tab's curves) and each run's best
+    validation BLEU over its epochs. Whatever the records say, said as they say it."""
+
+    def point(ctx: Context) -> Mark:
+        runs = [r for r in (ctx.lab or {}).get("runs", []) if r["name"] in (scaled, unscaled)]
+        if len(runs) < 2:
+            return Mark("lab-curves", "The lab's runs with and without 1/√d_k are not shipped with this model.")
+        a, b = (next(r for r in runs if r["name"] == name) for name in (scaled, unscaled))
+        last = len(a["curves"][0]["step"]) - 1
+        cfg = a["config"]
+
+        ends = {r["name"]: r["curves"][0]["probe_loss"][-1] for r in (a, b)}
+
+        def said(entry: dict) -> str:
+            best = max(e["val_bleu"] for e in entry["epochs"][0])
+            upper = " (the upper line)" if ends[entry["name"]] == max(ends.values()) else ""
+            return f"validation loss {ends[entry['name']]:.2f}{upper}, best validation BLEU {best:.1f}"
+
+        words = (f"h = {cfg['n_heads']}, d_k = {cfg['d_model'] // cfg['n_heads']}, after {a['curves'][0]['step'][-1]} "
+                 f"training steps: with 1/√d_k {said(a)}; without it {said(b)}.")
+        # on screen: the top panel (validation loss) and its title; the figure's other panels are below it
+        return Mark("lab-curves", words, points=tuple((curve_trace(runs, r["name"]), last) for r in (a, b)),
+                    frame="#lab-curves .subplot.xy, #lab-curves .annotation[data-index='0']")
 
     return point
 
@@ -235,7 +272,8 @@ def decoding_pointer(layer: int, step: int) -> Callable[[Context], Mark]:
         written = " ".join(shown_token(p) for p in r.target_tokens[1:t + 1]) or "nothing yet"
         words = (f"Step {t + 1}, layer {layer}, the mean of the heads: written so far “{written}”; the decoder looks "
                  f"most at “{shown_token(r.source_tokens[col])}” ({w[col]:.2f}).")
-        return Mark("decode-cross", words, col=col, trace=0)
+        # on screen with it: the step's controls (Reveal) above the charts (app.css puts the charts right below them)
+        return Mark("decode-cross", words, col=col, trace=0, frame="#step-prev, #reveal, #decode-cross")
 
     return point
 
@@ -244,7 +282,9 @@ def figure1_pointer(ctx: Context) -> Mark:
     c = ctx.cfg
     words = (f"This model: N = {c.n_layers} layers a side, h = {c.n_heads} heads, d_model = {c.d_model}, "
              f"d_k = d_model / h = {c.d_k}.")
-    return Mark("figure1", words, selector='g[data-attention="encoder_self"]')
+    # Figure 1 is drawn at its full size (its texts 16 px): taller than the screen, so the screen shows its three
+    # attention blocks (the stop's question is about them), not the embeddings' foot or the output's head.
+    return Mark("figure1", words, selector='g[data-attention="encoder_self"]', frame="#figure1 g[data-attention]")
 
 
 def figure2_pointer(ctx: Context) -> Mark:
@@ -284,13 +324,13 @@ STOPS: tuple[Stop, ...] = (
          cell_pointer(*ENC, plot="detail"),
          "Layer 1, head 5: the row of “dogs” looks most at “running” (0.88)."),
     Stop("§3.2.1 Equation (1), every query at once", "inside",
-         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2])},
-         "Maps ① → ④: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once. The outlined row is one query; the "
-         "marked cell, its largest weight.",
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "matrix"},
+         "Maps ① → ④: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once; on screen ③ and ④, with ① and ② "
+         "just above. The outlined row is one query; the marked cell, its largest weight.",
          "Why must every row of the softmax sum to 1?",
          softmax_row_pointer(*ENC),
          "Layer 1, head 5: in softmax(QKᵀ/√d_k) the row of “dogs” sums to 1.00; its largest weight, 0.88, is on "
-         "“running”.", action="matrix"),
+         "“running”."),
     Stop("§3.2.1 One query inside a head", "inside",
          {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
          "Panel (b): the query's dot products with every key, scaled, masked, then softmax. The marked bar wins.",
@@ -304,6 +344,14 @@ STOPS: tuple[Stop, ...] = (
          footnote4_pointer(*ENC),
          "Layer 1, head 5, query “dogs”: with 1/√d_k = 1/√24 its largest weight is 0.88 (on “running”); without it, "
          "1.00 (on “running”)."),
+    Stop("Footnote 4 in training: the lab's h = 1 siblings", "lab", {"runs": "h1,h1-unscaled"},
+         "Two models alike but for 1/√d_k, trained the same: the top panel is each one's validation loss over "
+         "training. The marked gap is where they ended.",
+         "With d_k = 192 the dot products grow like √192 ≈ 14: what does the softmax make of them, and what then "
+         "reaches W^Q and W^K (the middle panel)?",
+         lab_pointer("h1", "h1-unscaled"),
+         "h = 1, d_k = 192, after 1575 training steps: with 1/√d_k validation loss 1.82, best validation BLEU 34.4; "
+         "without it validation loss 3.71 (the upper line), best validation BLEU 3.0."),
     Stop("§3.2.2 Eight heads, eight different views", "attention",
          {"kind": ENC[0], "layer": str(ENC[1]), "head": "0"},
          "The overview: every layer × head at once; the framed row of tiles is one layer's heads.",
@@ -368,13 +416,14 @@ def link_query(query: Mapping[str, str]) -> dict[str, str]:
 
 
 # -------------------------------------------------------------------------------------------------- the bar
-def point(n: int, cfg: TransformerConfig, result: AttentionResult, ranking: Mapping | None = None) -> Mark:
+def point(n: int, cfg: TransformerConfig, result: AttentionResult, ranking: Mapping | None = None,
+          lab: Mapping | None = None) -> Mark:
     """Stop ``n``'s mark on ``result`` (the run of the sentence shown)."""
-    return STOPS[n - 1].point(Context(cfg, result, ranking))
+    return STOPS[n - 1].point(Context(cfg, result, ranking, lab))
 
 
 def caption_bar(query: Mapping[str, str], cfg: TransformerConfig, result: AttentionResult | None,
-                ranking: Mapping | None = None) -> str:
+                ranking: Mapping | None = None, lab: Mapping | None = None) -> str:
     """The caption bar's HTML for the page's query: empty outside the lecture. The stop's title, what to look at,
     the pointer (the model's own words for the sentence shown), the question, Back / Next; the mark, the action and
     the sentence the pointer is about as data attributes (for assets/web/lecture.js)."""
@@ -382,7 +431,7 @@ def caption_bar(query: Mapping[str, str], cfg: TransformerConfig, result: Attent
     if n is None:
         return ""
     stop = STOPS[n - 1]
-    mark = point(n, cfg, result, ranking) if result is not None else None
+    mark = point(n, cfg, result, ranking, lab) if result is not None else None
     text = result.source_text if result is not None else SENTENCE
     esc = html.escape
     pointer = esc(mark.words) if mark else "Translate a sentence first: the marks follow the model's run."

@@ -89,4 +89,5 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     to_why.click(lambda: gr.Tabs(selected="scaling"), None, page.tabs, show_progress_on=to_why, **PRIVATE)
     to_inside.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(
         lambda: gr.Tabs(selected="inside"), None, page.tabs, show_progress_on=factor, **PRIVATE)
-    on_link(page, "inside", matrix_view.open_link, cfg, inputs=[page.result, *taken], outputs=[*chosen, seen])
+    on_link(page, "inside", matrix_view.open_link, cfg, inputs=[page.result, *taken], outputs=[*chosen, seen, mode],
+            show=[value for _, value in matrix_view.VIEWS])

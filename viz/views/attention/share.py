@@ -9,8 +9,10 @@ script (assets/web/classroom.js) writes them as the view changes; ``parse`` read
 
 Every tab's view is in the link: ``kind``, ``layer`` and ``head`` are those of the tab shown (the Attention tab
 takes them too), and a tab's own choices come beside them — ``step`` (Decoding, 1-based), ``query`` (Inside a head,
-0-based), ``stat`` and ``scope`` (Head analysis), ``runs`` (the Lab's curves, names joined by commas). Those whose
-values the tabs know (``stat``, ``scope``, ``runs``) are checked against ``choices``; each tab takes its part after
+0-based) and ``show`` (Inside a head's view: ``query``, one query step by step, or ``matrix``, every query at once;
+not ``view``, which Gradio reads itself: ``?view=api``), ``stat`` and ``scope`` (Head analysis), ``runs`` (the Lab's
+curves, names joined by commas). Those whose values the tabs know (``show``, ``stat``, ``scope``, ``runs``) are
+checked against ``choices``; each tab takes its part after
 the Attention tab has opened the link (``viz.ui.wiring.on_link``).
 
 A link may come from anyone: every value is checked, and one that is missing, malformed or hostile falls
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from model.network.config import TransformerConfig
 
 PARAMS = ("text", "target", "kind", "layer", "head", "tab", "present", "colour", "step", "query", "stat", "scope",
-          "runs")
+          "runs", "show")
 MAX_STEPS = 999  # a link's step, checked again against the sentence's own steps (Decoding)
 DEFAULT_KIND = "cross"  # the sharp default looks at the encoder–decoder attention: the word alignment
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
@@ -56,13 +58,14 @@ class View:
     stat: str | None = None
     scope: str | None = None
     runs: tuple[str, ...] | None = None
+    show: str | None = None
 
     def query_params(self) -> dict[str, str]:
         """The view as query parameters (what the page script writes; for tests and round trips)."""
         out = {"text": self.text, "target": self.target, "kind": self.kind, "layer": self.layer,
                "head": self.head, "tab": self.tab, "present": "1" if self.present else "", "colour": self.colour,
                "step": self.step, "query": self.query, "stat": self.stat, "scope": self.scope,
-               "runs": None if self.runs is None else ",".join(self.runs)}
+               "runs": None if self.runs is None else ",".join(self.runs), "show": self.show}
         return {k: str(v) for k, v in out.items() if v is not None and (v != "" or k == "runs")}  # runs=: none
 
 
@@ -123,7 +126,7 @@ def parse(query: Mapping[str, str], cfg: TransformerConfig, tabs: Sequence[str],
     """The view a link asks for, and one notice per parameter that could not be used (then its default).
 
     ``query`` is the page's query parameters (``dict(gr.Request.query_params)``), ``tabs`` the tab ids
-    the app has, ``choices`` the values the tabs allow for ``stat``, ``scope`` and ``runs`` (one missing: none
+    the app has, ``choices`` the values the tabs allow for ``show``, ``stat``, ``scope`` and ``runs`` (one missing: none
     allowed). Missing parameters are not notices. ``layer``/``head`` and a tab's own choices stay None unless given
     (and valid).
     """
@@ -145,8 +148,9 @@ def parse(query: Mapping[str, str], cfg: TransformerConfig, tabs: Sequence[str],
     stat = _choice(get("stat"), "stat", choices.get("stat", ()), None, notices)
     scope = _choice(get("scope"), "scope", choices.get("scope", ()), None, notices)
     runs = _names(get("runs"), "runs", choices.get("runs", ()), notices)
+    show = _choice(get("show"), "show", choices.get("show", ()), None, notices)
     view = View(text, target, kind, layer, head, tab, (present or "").strip().lower() in _TRUE, colour, step, at,
-                stat, scope, runs)
+                stat, scope, runs, show)
     if notices:
         notices.append("Those parts of the link were left at their defaults.")
     return view, notices
