@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.browser import open_app, value, watched_page
-from helpers.scripts import GD, TITLE, VALUE
+from helpers.scripts import GD, TITLE, VALUE, still
 from playwright.sync_api import Browser, Page
 
 from bench.browser import DOT, LINES_WORDS
@@ -72,6 +72,16 @@ def open_decoding(page: Page) -> int:
     select(page, "decoding")
     text = wait_status(page, r"Step 1 of \d+")
     return int(re.search(r"Step 1 of (\d+)", text)[1])
+
+
+LINES_STILL = still("#lines .main-svg, #lines .scatterlayer path")
+
+
+def dot(page: Page, which: list) -> tuple[float, float]:
+    """Where a token's dot of the alignment view is on screen, once the figure keeps still (Gradio resizes a plot
+    after drawing it: a click at a box read before that may miss the dot)."""
+    page.evaluate(LINES_STILL)
+    return page.evaluate(DOT, which)
 
 
 def lines_drawn(page: Page, title_part: str = "") -> None:
@@ -180,7 +190,7 @@ def test_the_alignment_view_draws_every_heads_lines_and_a_hovered_token_keeps_it
     n_all = sum(len(t["segs"]) for t in every)
     assert n_all == sum(t["all"] for t in every) > 0
 
-    x, y = page.evaluate(DOT, ["q", 2])
+    x, y = dot(page, ["q", 2])
     page.mouse.move(x, y)  # hover query token 2: only its lines stay
     page.wait_for_function(f"(n) => ({SEGMENTS})().reduce((s, t) => s + t.segs.length, 0) < n", arg=n_all)
     shown = shown_segments(page)
@@ -193,14 +203,14 @@ def test_a_click_pins_a_tokens_lines_and_a_second_click_lets_go(page: Page, serv
     open_app(page, server)
     lines_drawn(page, "all heads")
     n_all = sum(len(t["segs"]) for t in page.evaluate(SEGMENTS))
-    x, y = page.evaluate(DOT, ["k", 0])
+    x, y = dot(page, ["k", 0])
     page.mouse.click(x, y)  # a click pins key token 0's lines...
     page.wait_for_function(f"() => ({GD})('lines').dataset.attnFocus === 'k:0'")
     page.mouse.move(5, 5)  # (plotly's unhover runs in the mouse event; two frames later the page shows it)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     shown = shown_segments(page)
     assert shown and all(k == 0 for _, k in shown) and len(shown) < n_all  # ...past the mouse leaving
-    x, y = page.evaluate(DOT, ["k", 0])
+    x, y = dot(page, ["k", 0])
     page.mouse.click(x, y)  # a second click lets go
     page.mouse.move(5, 5)
     wait_segments(page, n_all)
@@ -253,7 +263,7 @@ def test_at_60_tokens_a_side_a_tokens_lines_are_shown_without_drawing_the_figure
                   list(REPLOTS))
     for i in range(3):
         token = 10 + 7 * i
-        x, y = page.evaluate(DOT, ["q", token])
+        x, y = dot(page, ["q", token])
         page.mouse.click(x, y)  # pin
         page.wait_for_function(f"(f) => ({GD})('lines').dataset.attnFocus === f", arg=f"q:{token}")
         shown = shown_segments(page)

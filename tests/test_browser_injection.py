@@ -24,46 +24,45 @@ FOUND = """() => ({
 })"""
 SETTLE_S = 300  # generous: a 100-token sentence's views, on a busy machine
 POPUPS = "() => [...document.querySelectorAll('[data-testid=\"toast-body\"]')].map((t) => t.textContent)"
+# Components waiting for an answer: Gradio 6.31.0 writes a progress text (or an ETA bar) into each until it comes
+PENDING = "() => document.querySelectorAll('.progress-text, .eta-bar').length"
 
 
 class Traffic:
-    """The page's requests to the app's queue in flight (each answer's stream ends when its events are done)."""
+    """The page's requests to join the app's queue, and those still in flight. (Not the answer streams: Chromium may
+    never report a stream the page's client closed as finished or failed.)"""
 
     def __init__(self, page: Page):
-        self.started, self.open = 0, {}  # each open request: its place in the order they started
+        self.started, self.open = 0, set()
         page.on("request", self._start)
         page.on("requestfinished", self._end)
         page.on("requestfailed", self._end)
 
     def _start(self, request) -> None:
-        if "/gradio_api/queue/" in request.url or "/gradio_api/run/" in request.url:  # not the heartbeat's stream
-            if "/queue/data" in request.url:
-                # Gradio's client reads one answer stream at a time: a new one means it closed the one before, which
-                # Chromium may never report as finished or failed (a stream aborted mid-body)
-                self.open = {r: n for r, n in self.open.items() if "/queue/data" not in r.url}
-            self.open[request] = self.started
+        if "/gradio_api/queue/join" in request.url or "/gradio_api/run/" in request.url:
             self.started += 1
+            self.open.add(request)
 
     def _end(self, request) -> None:
-        self.open.pop(request, None)
-
-    def _waited(self, since: int) -> list:
-        """The open requests a step waits for: its own, and any request to join the queue. (An answer stream opened
-        before the step, such as the page load's, may stay reported open after its events are done.)"""
-        return [r for r, n in self.open.items() if n >= since or "/queue/data" not in r.url]
+        self.open.discard(request)
 
     def settle(self, page: Page, since: int) -> None:
-        """Until the requests a step started (if it starts any within a few seconds) have all ended: every request
-        to join the queue answered, and the answer stream closed — or, on a busy machine, still open ``SETTLE_S``
-        after that (then the step's answers are late, not missing: what this test checks is what the page shows
+        """Until what a step started (if it starts anything within a few seconds) is done: every request to join the
+        queue answered and no component waiting for its answer, for half a second — or, on a busy machine, not yet
+        after ``SETTLE_S`` (then the step's answers are late, not missing: what this test checks is what the page shows
         once they come, and the next step's wait and the last check see them)."""
         deadline = time.monotonic() + 3
         while self.started == since and time.monotonic() < deadline:
             page.wait_for_timeout(100)
-        deadline = time.monotonic() + SETTLE_S
-        while self._waited(since) and time.monotonic() < deadline:
+        deadline, quiet = time.monotonic() + SETTLE_S, None
+        while time.monotonic() < deadline:
+            if self.open or page.evaluate(PENDING):
+                quiet = None
+            elif quiet is None:
+                quiet = time.monotonic()
+            elif time.monotonic() - quiet >= 0.5:
+                return
             page.wait_for_timeout(100)
-        assert not [r for r in self.open if "/queue/data" not in r.url], [r.url for r in self.open]
 
 
 def test_html_typed_into_every_box_of_every_tab_stays_text_popups_included(page: Page, server: str):
