@@ -29,7 +29,7 @@ from pathlib import Path
 from model.cli import command
 from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text, load_config
 from model.training.data import MULTI30K, encode_pairs, load_pairs, make_batches
-from model.training.lab_export import export_all
+from model.training.lab_export import WEIGHTS_FILE, export_all, final_weights, sha256
 from model.training.siblings import BUDGET, BY_NAME, EPOCHS, MAX_TOKENS, SIBLINGS, Sibling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,9 @@ def score(run: Path, data: Path) -> dict:
             bleu[key] = round(result.score, 2)
             signature = str(metric.get_signature())
             print(f"{run.name}: {key} BLEU {result.score:.2f} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return {"bleu": bleu, "signature": signature}
+    # The float16 weights' hash is kept with the scores: a run trained elsewhere (a GPU machine) comes back
+    # without its weights, and its record still names exactly which weights these numbers are of.
+    return {"bleu": bleu, "signature": signature, "weights_sha256": sha256(final_weights(run) / WEIGHTS_FILE)}
 
 
 def train_all(runs: Path, data: Path, only: list[str]) -> int:

@@ -90,9 +90,9 @@ def run_record(run: Path, out: Path) -> dict:
     log = json.loads((run / "log.json").read_text(encoding="utf-8"))
     curves = json.loads((run / "curves.json").read_text(encoding="utf-8"))
     record, npz = timelapse(run)
-    weights = final_weights(run)
-    (out / f"{sib.name}.timelapse.npz").write_bytes(npz)
     live = sib.name in LIVE
+    weights = final_weights(run) if live or "weights_sha256" not in result else None
+    (out / f"{sib.name}.timelapse.npz").write_bytes(npz)
     if live:
         target = out / sib.name
         target.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,7 @@ def run_record(run: Path, out: Path) -> dict:
         "bleu": result["bleu"],
         "signature": result["signature"],
         "timelapse": {**record, "maps": f"{sib.name}.timelapse.npz"},
-        "weights": {"sha256": sha256(weights / WEIGHTS_FILE), "folder": sib.name if live else None},
+        "weights": {"sha256": result.get("weights_sha256") or sha256(weights / WEIGHTS_FILE), "folder": sib.name if live else None},
     }
 
 

@@ -232,6 +232,7 @@ def end_epoch(s: Session, loss_sum: float, tok_sum: int) -> None:
         "lr_scale": args.lr_scale,
         "dropout": cfg.dropout,
         "precision": args.precision,
+        "device": s.device.type,
         "elapsed_s": round(s.elapsed(), 1),
     }
     trainer["log"].append(record)
