@@ -21,6 +21,7 @@ from model.probes.ablation import load_ranking
 from model.probes.inside import inside_head
 from model.probes.steps import decode_steps
 from model.serving.lab import Lab
+from viz.lab import legend_name
 from viz.views import lab as lab_view
 from viz.views import lecture
 from viz.views.attention import share
@@ -143,7 +144,9 @@ def test_the_lab_stop_marks_the_curves_the_lab_tab_draws(shipped, runs, lab):
     assert len(mark.points) == len(names) == 2
     for (trace, point), name in zip(mark.points, names, strict=True):
         line = fig["data"][trace]
-        assert line["name"] == entries[name]["label"] and line["yaxis"] in (None, "y")  # the top panel: validation loss
+        seed = f" (seed {entries[name]['seeds'][0]})" if len(entries[name]["seeds"]) > 1 else ""
+        assert line["name"] == legend_name(entries[name]["label"]) + seed
+        assert line["yaxis"] in (None, "y")  # the top panel: validation loss
         ys = array(line["y"])
         assert point == len(ys) - 1 and f"validation loss {ys[point]:.2f}" in mark.words
         best = max(e["val_bleu"] for e in entries[name]["epochs"][0])

@@ -40,6 +40,11 @@ def run_color(name: str) -> str:
     return RUN_COLORS.get(name, TEXT_COLOR)
 
 
+def legend_name(label: str) -> str:
+    """A sibling's label without "dot product", which every run but the additive one has: one line on a phone."""
+    return label.replace(", dot product, unscaled", ", unscaled").replace(", dot product", "")
+
+
 def _layer_values(column: list[list[float]], layer: int) -> np.ndarray:
     """A curve column (steps × layers) -> (steps,) for one 1-based layer, or the mean over layers (``MEAN``)."""
     values = np.asarray(column, dtype=np.float64)  # (steps, L)
@@ -62,7 +67,7 @@ def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figu
         color = run_color(entry["name"])
         for s, (seed, curves) in enumerate(zip(entry["seeds"], entry["curves"])):
             steps = curves["step"]
-            name = entry["label"] + (f" (seed {seed})" if len(entry["seeds"]) > 1 else "")
+            name = legend_name(entry["label"]) + (f" (seed {seed})" if len(entry["seeds"]) > 1 else "")
             dash = "solid" if s == 0 else "dash"
             for row, (key, _, _) in enumerate(CURVES, start=1):
                 if key == "probe_loss":
@@ -77,6 +82,9 @@ def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figu
                         line=dict(color=color, width=2.5, dash="dot" if i == 1 else dash),
                         hovertemplate=f"{escape_token(name, 60)}: %{{y:.4g}}<extra></extra>"), row=row, col=1)
     fig.update_layout(**_layout(760))
+    # The legend goes on top (it pushes the top margin as it grows): below, a long list of runs on a phone ran over
+    # the x-axis title, and in the lecture it fell under the screen's edge.
+    fig.update_layout(legend=dict(y=1.045, yanchor="bottom"))
     axis = dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor=TEXT_COLOR, showline=True)
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)

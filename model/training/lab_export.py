@@ -28,6 +28,7 @@ LIVE = ("h1", "h1-unscaled", "h1-additive")  # the siblings a visitor can run on
 TIMELAPSE_STATS = ("entropy", "confidence", "sharpness", "eos", "previous")
 BUDGET_BYTES = 64 * 2**20
 INDEX = "index.json"  # the runs in order, the reference, the live ones, the time-lapse sentences
+DEVICE_NAMES = {"cpu": "CPU (2 cores)", "cuda": "one GPU"}  # what the epoch log says -> the card's words
 CARD_START, CARD_END = "<!-- lab: start -->", "<!-- lab: end -->"
 
 
@@ -113,7 +114,10 @@ def run_record(run: Path, out: Path) -> dict:
         "bleu": result["bleu"],
         "signature": result["signature"],
         "timelapse": {**record, "maps": f"{sib.name}.timelapse.npz"},
-        "weights": {"sha256": result.get("weights_sha256") or sha256(weights / WEIGHTS_FILE), "folder": sib.name if live else None},
+        # runs logged before the epoch log named its device all trained on the CPU
+        "trained_on": sorted({e.get("device", "cpu") for e in log}),
+        "weights": {"sha256": result.get("weights_sha256") or sha256(weights / WEIGHTS_FILE),
+                    "folder": sib.name if live else None},
     }
 
 
@@ -122,12 +126,13 @@ def card_section(records: list[dict]) -> str:
              "Trained by `python -m model.lab train`, shipped by `python -m model.lab export` into `assets/lab/` "
              "(the Lab tab). Same data, vocabulary and recipe as the shipped model, one thing changed each, under "
              "one shorter budget: " + " ".join(records[0]["budget"]) + ".", "",
-             "| run | what changes | parameters | val BLEU greedy / beam 4 | test_2016 greedy / beam 4 | weights |",
-             "|---|---|---|---|---|---|"]
+             "| run | what changes | parameters | trained on | val BLEU greedy / beam 4 | test_2016 greedy / beam 4 "
+             "| weights |", "|---|---|---|---|---|---|---|"]
     for r in records:
         b = r["bleu"]
         where = f"`assets/lab/{r['weights']['folder']}/`" if r["weights"]["folder"] else "not shipped"
-        lines.append(f"| {r['name']} | {r['label']} | {r['parameters']:,} | {b['val.greedy']:.2f} / "
+        device = ", ".join(DEVICE_NAMES.get(d, d.replace("cuda: ", "one GPU, ")) for d in r["trained_on"])
+        lines.append(f"| {r['name']} | {r['label']} | {r['parameters']:,} | {device} | {b['val.greedy']:.2f} / "
                      f"{b['val.beam4']:.2f} | {b['test_2016_flickr.greedy']:.2f} / {b['test_2016_flickr.beam4']:.2f}"
                      f" | {where}, SHA-256 `{r['weights']['sha256'][:16]}…` |")
     return "\n".join(lines + ["", CARD_END])

@@ -130,6 +130,11 @@ def resumed_run(out: Path) -> tuple[TransformerConfig, Tokenizer, dict]:
     return cfg, load_tokenizer(out, cfg), trainer
 
 
+def device_name(device: torch.device) -> str:
+    """The epoch log's device: "cpu", or "cuda: " and the card's name."""
+    return device.type if device.type != "cuda" else f"cuda: {torch.cuda.get_device_name(device)}"
+
+
 @dataclass
 class Session:
     """One invocation of a run: what it trains, on what, and the clocks and signals it watches."""
@@ -232,7 +237,7 @@ def end_epoch(s: Session, loss_sum: float, tok_sum: int) -> None:
         "lr_scale": args.lr_scale,
         "dropout": cfg.dropout,
         "precision": args.precision,
-        "device": s.device.type,
+        "device": device_name(s.device),
         "elapsed_s": round(s.elapsed(), 1),
     }
     trainer["log"].append(record)

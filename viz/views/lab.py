@@ -30,8 +30,8 @@ BRITZ_DIMS = (128, 256, 512, 1024)
 BRITZ_DOT = (22.03, 22.33, 21.78, 18.22)
 BRITZ_ADDITIVE = (22.23, 22.33, 22.47, 22.10)
 SCORE = "test_2016_flickr.beam4"  # what the verdicts compare: the reported score
-SCALE_NOTE = ("Our scale: 29,000 Multi30k caption pairs, d_model = 192, six epochs on two CPU cores — not WMT's "
-              "4.5 M sentence pairs, d_model = 512 and 100,000 steps on eight GPUs.")
+SCALE_NOTE = ("Our scale: 29,000 Multi30k caption pairs, d_model = 192, six epochs (about 1,600 updates) — not "
+              "WMT's 4.5 M sentence pairs, d_model = 512 and 100,000 steps on eight GPUs.")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -179,8 +179,11 @@ def summary(lab) -> str:
     payload = lab.runs_payload()
     if not payload["runs"]:
         return NOT_YET
-    trained = "; ".join(r["label"] for r in payload["runs"])
-    lines = [f"**Trained so far:** {trained}.", *(f"- {v}" for v in verdicts(payload))]
+    runs = payload["runs"]
+    trained = "; ".join(r["label"] + (f" ({len(r['seeds'])} seeds)" if len(r["seeds"]) > 1 else "")
+                        for r in runs)
+    lines = [f"**{sum(len(r['seeds']) for r in runs)} runs of {len(runs)} siblings:** {trained}.",
+             *(f"- {v}" for v in verdicts(payload))]
     return "\n".join(lines) + "\n\n### Table 3 (A) at our scale\n\n" + table_markdown(payload)
 
 
