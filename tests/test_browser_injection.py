@@ -22,6 +22,9 @@ FOUND = """() => ({
         .length,
     inPopups: document.querySelectorAll('[data-testid="toast-body"] :is(a, img, b, script)').length,
 })"""
+# A step that starts anything starts it within a frame or two; one that starts nothing (a menu's box) costs this
+# wait. Should a request start later on a busy machine, the next step's wait and the last check still see its answer.
+START_S = 1.0
 SETTLE_S = 300  # generous: a 100-token sentence's views, on a busy machine
 POPUPS = "() => [...document.querySelectorAll('[data-testid=\"toast-body\"]')].map((t) => t.textContent)"
 # Components waiting for an answer: Gradio 6.31.0 writes a progress text (or an ETA bar) into each until it comes
@@ -47,11 +50,11 @@ class Traffic:
         self.open.discard(request)
 
     def settle(self, page: Page, since: int) -> None:
-        """Until what a step started (if it starts anything within a few seconds) is done: every request to join the
+        """Until what a step started (if it starts anything within ``START_S``) is done: every request to join the
         queue answered and no component waiting for its answer, for half a second — or, on a busy machine, not yet
         after ``SETTLE_S`` (then the step's answers are late, not missing: what this test checks is what the page shows
         once they come, and the next step's wait and the last check see them)."""
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + START_S
         while self.started == since and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         deadline, quiet = time.monotonic() + SETTLE_S, None
