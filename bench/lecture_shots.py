@@ -6,8 +6,9 @@
     python -m bench.lecture_shots --url http://127.0.0.1:7860/   # an app already running (loopback only)
 
 Each stop is opened by its link (``?lecture=1&stop=N``, ``&__theme=dark``), as Next opens it; the shot is taken once
-the stop's mark is on screen and the page keeps still: ``stop-NN-<theme>.png`` (the screen, what a class sees). Printed
-for each: the file, and where the mark and the caption bar are (a mark below the bar's top is not seen). Anything the
+the stop's mark and its figure (or the part of it the stop names) are on screen and the page keeps still:
+``stop-NN-<theme>.png`` (the screen, what a class sees). Printed for each: the file, and where the mark, that figure
+and the caption bar are (what lies below the bar's top is not seen). Anything the
 page did that it never should (a console error other than a stream cut by leaving a page, a request off loopback) is
 printed too, and the exit status is then 1.
 """
@@ -28,17 +29,18 @@ from viz.views import lecture
 OUT = Path("/tmp/lecture-shots")
 WIDTH, HEIGHT = 1280, 720
 LEFT_BEHIND = re.compile(r"AbortError|Connection errored out")  # a page left while its stream was open
-# The stop's mark on screen above the caption bar: then the page has opened the stop's view and scrolled to it.
+# The stop's mark on screen above the caption bar, and the figure it marks (or the part its frame names) with it: then
+# the page has opened the stop's view and fitted the screen to it.
 SHOWN = """(n) => {
   const bar = document.getElementById('lecture-bar');
   if (!bar || JSON.parse(bar.dataset.lecture).stop !== n || !window.attnLectureMark) return false;
-  const mark = window.attnLectureMark(), b = bar.getBoundingClientRect();
-  return !!mark && mark.top >= 0 && mark.bottom <= b.top;
+  const b = bar.getBoundingClientRect(), inside = (r) => !!r && r.top >= 0 && r.bottom <= b.top;
+  return inside(window.attnLectureMark()) && inside(window.attnLectureFrame());
 }"""
 WHERE = """() => {
   const bar = document.getElementById('lecture-bar').getBoundingClientRect(), mark = window.attnLectureMark();
   const r = (b) => b && [Math.round(b.top), Math.round(b.bottom)];
-  return {mark: r(mark), bar: r(bar), scrollY: Math.round(scrollY)};
+  return {mark: r(mark), figure: r(window.attnLectureFrame()), bar: r(bar), scrollY: Math.round(scrollY)};
 }"""
 
 

@@ -1,8 +1,9 @@
 """The lecture in a real browser at a projector's 1280×720: ``?lecture=1&stop=1`` and then the keyboard alone (→ where
 the tab shown does not use the arrows itself, PageDown on the Decoding tab, PageUp back) walks every stop; each opens
-its tab and view with no other click, in presentation mode, its mark on screen above the caption bar, the bar fully
-visible, every text on screen at least 16 px at a contrast of 4.5:1 or more (tests/helpers/present.py), its pointer
-the model's own words (viz.views.lecture, checked against the shipped model in
+its tab and view with no other click, in presentation mode, its mark on screen above the caption bar with the figure it
+marks (from its label and title to its foot, or the part the stop is about: Equation (1)'s four maps, Figure 1's
+attention blocks), the bar fully visible, every text on screen at least 16 px at a contrast of 4.5:1 or more
+(tests/helpers/present.py), its pointer the model's own words (viz.views.lecture, checked against the shipped model in
 tests/test_lecture.py). Then the visitor's own sentence on a stop (its marks said to be stale, then recomputed on
 the next stop), in the dark theme, which the stops' links keep.
 
@@ -26,14 +27,15 @@ from viz.views import lecture
 
 OWN = "A man in a blue shirt is playing the guitar on the street."
 LEFT_BEHIND = re.compile(r"AbortError|Connection errored out")  # the page left while a stream was open
-# Stop n's mark on screen above the bar, and (``whole``) what the mark says must be on screen with it (its frame), if
-# any: on the lecture's own sentence; a longer sentence of the visitor's may make it taller than the screen
+# Stop n's mark on screen above the bar, and (``whole``) the figure it marks with it, from its label and title to its
+# foot, or the part of it the mark names (its frame: e.g. Figure 1's attention blocks): on the lecture's own sentence;
+# a longer sentence of the visitor's may make it taller than the screen
 SHOWN = """([n, whole]) => {
   const bar = document.getElementById('lecture-bar');
   if (!bar || JSON.parse(bar.dataset.lecture).stop !== n || !window.attnLectureMark) return false;
-  const b = bar.getBoundingClientRect(), frame = JSON.parse(bar.dataset.lecture).mark.frame;
+  const b = bar.getBoundingClientRect();
   const inside = (r) => !!r && r.top >= 0 && r.left >= 0 && r.right <= innerWidth && r.bottom <= b.top;
-  return inside(window.attnLectureMark()) && (!whole || !frame || inside(window.attnLectureFrame()));
+  return inside(window.attnLectureMark()) && (!whole || inside(window.attnLectureFrame()));
 }"""
 WHERE = """() => {
   const bar = document.getElementById('lecture-bar'), box = (el) => el && el.getBoundingClientRect().toJSON();
@@ -50,7 +52,7 @@ STATE = """() => {
   return {bar: [b.top, b.bottom, bar.scrollHeight, bar.clientHeight], text: bar.textContent, height: innerHeight,
           tab: tab && tab.dataset.tabId, present: document.body.classList.contains('attn-present'),
           view: checked('in-view'), predict: !!document.querySelector('#predict-mode input:checked'),
-          reveal: box('reveal'), stages: ['in-m-scores', 'in-m-scaled'].map(box),
+          reveal: box('reveal'), stages: ['in-m-scores', 'in-m-scaled', 'in-m-masked', 'in-m-weights'].map(box),
           dark: document.body.classList.contains('dark') || document.documentElement.classList.contains('dark')};
 }"""
 
@@ -85,8 +87,8 @@ def _at_stop(page: Page, n: int, measured: bool = True) -> dict:
     assert f"{n} / {len(lecture.STOPS)}" in state["text"]
     if "show" in stop.view:  # Inside a head's view, opened by the link alone (no click)
         assert state["view"] == stop.view["show"]
-    if stop.view.get("show") == "matrix":  # ③ and ④ on screen (SHOWN: the mark's frame), ① and ② above, as it says
-        assert all(bottom <= 1 for _, bottom in state["stages"]) and "① and ② just above" in stop.look, state
+    if stop.view.get("show") == "matrix":  # Equation (1)'s four maps ① → ④ on screen together, as it says
+        assert all(0 <= t and b <= top for t, b in state["stages"]) and "① → ④, left to right" in stop.look, state
     if stop.action == "predict":  # the step's Reveal on screen with the marked chart (and the predict mode on)
         assert state["predict"] and 0 <= state["reveal"][0] and state["reveal"][1] <= top, (state["reveal"], top)
     query = parse_qs(urlsplit(page.url).query)
@@ -114,7 +116,7 @@ def _own_sentence(page: Page) -> None:
     assert page.evaluate("() => window.attnLectureMark()") is None  # the old mark is gone
     page.keyboard.press("PageDown")  # (the focus is in the sentence box: → stays the box's own)
     page.wait_for_url(re.compile(r"[?&]stop=3(&|$)"))
-    _shown(page, 3, whole=False)  # (this sentence's 13 rows make ③ and ④ taller than the screen)
+    _shown(page, 3, whole=False)  # (this sentence's 13 tokens: the four maps two a row again, taller than the screen)
     text = page.evaluate(STATE)["text"]
     assert "“shirt”" in text and lecture.STOPS[2].claim not in text, text  # recomputed on the new sentence
     _large_and_clear(page, 3)  # dark, the whole matrices of 13 tokens

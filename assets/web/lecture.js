@@ -1,7 +1,8 @@
 /* The lecture (viz.views.lecture): ?lecture=1&stop=N. The server opens the stop's view as it opens any link and
    writes the caption bar (page.lecture: its element id) with the stop's data: its number, the sentence its mark was
    computed on, the mark and an action. This file puts the "Lecture" entry beside the page's title, draws the mark,
-   does the action, scrolls the figure into view above the bar, and moves between stops.
+   does the action, fits a figure drawn for a phone or a narrower column to the screen (its texts as large), scrolls
+   the figure into view above the bar, and moves between stops.
 
    Moving loads the next stop's URL (the link machinery opens its view: robust, a second or two a stop) rather than
    setting a dozen controls in place. The sentence shown goes along (the URL's text, kept by classroom.js), so the
@@ -112,6 +113,94 @@
     window.Plotly.relayout(gd, {shapes: [...shapes, shape]});
     return true;
   };
+  // A figure of bands one under another (Inside a head's, laid out for a phone: each band its own axes x_i, y_i and a
+  // title in the strip above it) taller than the screen above the bar (mark.columns): its bands drawn that many a row
+  // (the titles go along: they are placed on their band's axes), all as tall, the strips above them kept, and the
+  // bands as short as the screen needs (no shorter than MIN_BAND px): the whole figure on screen, its texts as large.
+  const MIN_BAND = 80, MIN_COLUMN = 480;
+  const fitFigure = (m) => {
+    if (!m.columns) return true;
+    const gd = plotOf(m.plot), fl = gd && gd._fullLayout;  // (plotly's drawn layout: the plot area's pixels)
+    if (!gd || !gd.layout || !fl || !fl._size || !window.Plotly) return false;
+    if (gd.attnLectureFit === gd.layout) return true;  // fitted (a figure drawn again has a new layout)
+    const b = bar(), block = document.getElementById(m.plot);
+    const room = innerHeight - (b ? b.getBoundingClientRect().height : 0) - 24
+      - (block.getBoundingClientRect().height - gd.getBoundingClientRect().height);  // less the figure's label
+    const plot = fl._size.h, fixed = fl.height - plot, key = (axis, i) => `${axis}axis${i > 1 ? i : ''}`;
+    const bands = [];
+    for (let i = 1; fl[key('y', i)] && fl[key('x', i)]; i++) bands.push({i, domain: fl[key('y', i)].domain});
+    if (!bands.length) return true;
+    bands.sort((p, q) => q.domain[1] - p.domain[1]);  // top to bottom, each with the strip above it
+    let above = 1;
+    for (const band of bands) {
+      band.gap = (above - band.domain[1]) * plot;
+      band.px = (band.domain[1] - band.domain[0]) * plot;
+      above = band.domain[0];
+    }
+    // (a column no narrower than the phone the figure was laid out for, drawn at the presentation's scale)
+    const cols = Math.max(1, Math.min(m.columns, bands.length, Math.floor(fl._size.w / MIN_COLUMN))), rows = [];
+    for (let r = 0; r * cols < bands.length; r++) rows.push(bands.slice(r * cols, (r + 1) * cols));
+    const gaps = rows.map((row) => Math.max(...row.map((band) => band.gap)));
+    const strips = gaps.reduce((s, g) => s + g, 0), tallest = Math.max(...bands.map((band) => band.px));
+    const px = Math.max(MIN_BAND, Math.min(tallest, (room - fixed - strips) / rows.length));
+    const total = strips + px * rows.length;
+    const update = {height: Math.round(fixed + total)};
+    const gap = Math.min(0.1, 72 / Math.max(1, fl._size.w));  // between columns: the right band's y tick labels
+    const width = (1 - gap * (cols - 1)) / cols;
+    let y = 0;
+    rows.forEach((row, r) => {
+      y += gaps[r];
+      row.forEach((band, c) => {
+        update[`${key('y', band.i)}.domain`] = [1 - (y + px) / total, 1 - y / total];
+        if (cols > 1) update[`${key('x', band.i)}.domain`] = [c * (width + gap), c * (width + gap) + width];
+        if (r === rows.length - 1) update[`${key('x', band.i)}.showticklabels`] = true;  // the keys under each column
+      });
+      y += px;
+    });
+    if (cols > 1) {  // a shape over a whole column of bands (Inside a head's query key): over every column
+      const shapes = gd.layout.shapes || [];
+      const whole = shapes.filter((s) => s.yref === 'paper' && s.xref === 'x' && s.name !== 'lecture-mark');
+      const copies = whole.flatMap((s) => rows[0].slice(1).map((band) => ({...s, xref: `x${band.i}`})));
+      if (copies.length) update.shapes = [...shapes, ...copies];
+    }
+    window.Plotly.relayout(gd, update);
+    gd.attnLectureFit = gd.layout;
+    return true;
+  };
+  // A figure drawn narrower in the lecture than its tab draws it (Equation (1)'s four maps a row: app.css): a title
+  // that runs past its right edge moved left, no further than the figure's left edge; slanted column labels too close
+  // to each other for their size upright; too close even so (a long sentence), the maps two a row again (app.css).
+  const fitNarrow = (m) => {
+    const frame = m.frame ? [...document.querySelectorAll(m.frame)] : [];
+    const figures = new Set([plotOf(m.plot), ...frame.flatMap((el) => [...el.querySelectorAll('.js-plotly-plot')])]);
+    figures.delete(null);  // (Figures 1 and 2 are SVG)
+    let done = true;
+    for (const gd of figures) {
+      const fl = gd._fullLayout;
+      if (!gd.layout || !fl || !fl._size || !window.Plotly) { done = false; continue; }
+      if (gd.attnLectureNarrow === gd.layout) continue;
+      const box = gd.getBoundingClientRect(), update = {}, w = fl._size.w;
+      (gd.layout.annotations || []).forEach((a, i) => {
+        const el = gd.querySelector(`.infolayer .annotation[data-index="${i}"]`);
+        if (!el || a.xref !== 'paper' || a.xanchor !== 'left' || typeof a.x !== 'number') return;
+        const r = el.getBoundingClientRect(), over = r.right - (box.right - 4);
+        if (over <= 0) return;
+        const left = Math.min(over, r.left - (box.left + 4));  // px it can move
+        if (left > 0) update[`annotations[${i}].x`] = a.x - left / w;
+      });
+      const x = fl.xaxis, angle = Math.abs((x && x.tickangle) || 0);
+      const n = x && x.showticklabels && x.tickfont && x.tickvals ? x.tickvals.length : 0;
+      if (n && angle && angle !== 90 && (w / n) * Math.sin(angle * Math.PI / 180) < 1.25 * x.tickfont.size) {
+        update['xaxis.tickangle'] = -90;
+      }
+      if (n && w / n < x.tickfont.size && gd.closest('#in-m-stages')) {
+        document.body.classList.add('attn-lecture-wide-maps');
+      }
+      if (Object.keys(update).length) window.Plotly.relayout(gd, update);
+      gd.attnLectureNarrow = gd.layout;
+    }
+    return done;
+  };
   const unmark = () => {
     document.querySelectorAll('.lecture-mark').forEach((el) => el.classList.remove('lecture-mark'));
     document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
@@ -218,7 +307,7 @@
     }
     if (stale || !d.mark) return;
     done.acted = done.acted || act(d);
-    if (!done.acted || !markElement(d.mark)) return;
+    if (!done.acted || !fitFigure(d.mark) || !fitNarrow(d.mark) || !markElement(d.mark)) return;
     if (!moved) scrollTo(d.mark);
   };
   onChange(update);

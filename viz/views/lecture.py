@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from model.terms import KINDS
 from viz.lab import curve_trace
 from viz.views.attention.context import next_tokens
 from viz.views.attention.examples import shown_token
@@ -63,12 +64,14 @@ class Mark:
     points: tuple[tuple[int, int], ...] = ()
     frame: str = ""  # what must be on screen with the mark (a CSS selector in the page: the union of what it finds);
     #                  the page scrolls it into view rather than the figure ``plot`` as a whole
+    columns: int = 0  # a figure of bands one under another (Inside a head's, laid out for a phone) taller than the
+    #                   screen: the page draws its bands this many a row, and shorter, its texts as large (lecture.js)
 
     def spec(self) -> dict:
         """The mark as the page script reads it (JSON)."""
         out = {"plot": self.plot, "row": self.row, "col": self.col, "trace": self.trace, "kind": self.kind,
                "selector": self.selector, "tile": self.tile, "query": self.query, "frame": self.frame,
-               "points": [list(p) for p in self.points]}
+               "points": [list(p) for p in self.points], "columns": self.columns or None}
         return {k: v for k, v in out.items() if v is not None and v is not False and v != "" and v != []}  # 0 stays
 
 
@@ -148,8 +151,8 @@ def softmax_row_pointer(kind: str, layer: int, head: int, word: str) -> Callable
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = (f"{_where(kind, layer, head)}: in softmax(QKᵀ/√d_k) {_fed(ctx.result, kind, row)} sums to "
                  f"{float(w[row].sum()):.2f}; its largest weight, {w[row, col]:.2f}, is on “{key}”.")
-        # on screen: ③ and ④ (two a row in presentation mode: ① and ② are the row above, one screen up)
-        return Mark("in-m-weights", words, row=row, col=col, query=row, frame="#in-m-masked, #in-m-weights")
+        # on screen: the four maps ① → ④, a row (app.css draws them so in the lecture)
+        return Mark("in-m-weights", words, row=row, col=col, query=row, frame="#in-m-stages")
 
     return point
 
@@ -163,7 +166,8 @@ def query_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[Cont
         key = shown_token(ctx.result.tokens(kind)[1][col])
         words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: "
                  f"{n} scores q·k become {n} weights; the largest, {w[row, col]:.2f}, is on “{key}”.")
-        return Mark("in-scores", words, col=col, trace=3, query=row)
+        # on screen whole: the figure's four bands two a row (its column the page's width in the lecture: app.css)
+        return Mark("in-scores", words, col=col, trace=3, query=row, columns=2)
 
     return point
 
@@ -188,7 +192,7 @@ def footnote4_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[
         words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: with "
                  f"1/√d_k = 1/√{ctx.cfg.d_k} its largest weight is {w[row, col]:.2f} (on “{key}”); "
                  f"without it, {raw.max():.2f} (on “{shown_token(ctx.result.tokens(kind)[1][int(raw.argmax())])}”).")
-        return Mark("in-footnote4", words, col=col, trace=0, query=row)
+        return Mark("in-footnote4", words, col=col, trace=0, query=row, columns=1)  # on screen whole: shorter
 
     return point
 
@@ -215,9 +219,10 @@ def lab_pointer(scaled: str, unscaled: str) -> Callable[[Context], Mark]:
 
         words = (f"h = {cfg['n_heads']}, d_k = {cfg['d_model'] // cfg['n_heads']}, after {a['curves'][0]['step'][-1]} "
                  f"training steps: with 1/√d_k {said(a)}; without it {said(b)}.")
-        # on screen: the top panel (validation loss) and its title; the figure's other panels are below it
+        # on screen: the figure from its label, its legend (on top) and the top panel (validation loss) with its title;
+        # the figure's other panels are below it
         return Mark("lab-curves", words, points=tuple((curve_trace(runs, r["name"]), last) for r in (a, b)),
-                    frame="#lab-curves .subplot.xy, #lab-curves .annotation[data-index='0']")
+                    frame="#lab-curves [data-testid=block-label], #lab-curves .subplot.xy")
 
     return point
 
@@ -305,11 +310,17 @@ def ranking_pointer(ctx: Context) -> Mark:
     words = (f"Switched off alone, {KIND_LABELS[kind].lower()}'s layer {layer}, head {head} costs the shipped "
              f"sample the most: "
              f"{top['bleu_loss']:.2f} BLEU of {ctx.ranking['baseline']['bleu']:.2f}.")
-    return Mark("heads-grid", words, row=int(layer) - 1, col=int(head) - 1, kind=kind)
+    # on screen: the grid from its label to the end of the marked kind's panel (viz.stats_grid: one panel a kind the
+    # statistic applies to, in KINDS's order; the spread applies to all three)
+    panel = KINDS.index(kind) + 1
+    axes = "xy" if panel == 1 else f"x{panel}y{panel}"
+    return Mark("heads-grid", words, row=int(layer) - 1, col=int(head) - 1, kind=kind,
+                frame=f"#heads-grid [data-testid=block-label], #heads-grid .subplot.{axes}")
 
 
 # --------------------------------------------------------------------------------------------------- the path
 ENC = ("encoder_self", 1, 5, "dogs")  # the encoder head the first stops follow: "dogs" → "running"
+HEADS_STAT = "spread"  # the Head analysis grid's statistic at the last stop
 
 STOPS: tuple[Stop, ...] = (
     Stop("Figure 1: the Transformer", "architecture", {"kind": "encoder_self", "layer": "1"},
@@ -325,8 +336,8 @@ STOPS: tuple[Stop, ...] = (
          "Layer 1, head 5: the row of “dogs” looks most at “running” (0.88)."),
     Stop("§3.2.1 Equation (1), every query at once", "inside",
          {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "matrix"},
-         "Maps ① → ④: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once; on screen ③ and ④, with ① and ② "
-         "just above. The outlined row is one query; the marked cell, its largest weight.",
+         "Maps ① → ④, left to right: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once. The outlined row is "
+         "one query; the marked cell, its largest weight.",
          "Why must every row of the softmax sum to 1?",
          softmax_row_pointer(*ENC),
          "Layer 1, head 5: in softmax(QKᵀ/√d_k) the row of “dogs” sums to 1.00; its largest weight, 0.88, is on "
@@ -382,7 +393,7 @@ STOPS: tuple[Stop, ...] = (
          decoding_pointer(6, 3),
          "Step 3, layer 6, the mean of the heads: written so far “Zwei Hunde”; the decoder looks most at “running” "
          "(0.71).", action="predict"),
-    Stop("What does a head do?", "heads", {"kind": "cross", "scope": "sentence", "stat": "spread"},
+    Stop("What does a head do?", "heads", {"kind": "cross", "scope": "sentence", "stat": HEADS_STAT},
          "Each cell is a head, named by its role; the marked head is the one the model misses most when it is "
          "switched off.",
          "If no single head matters much, what does that say about the eight heads?",
