@@ -9,7 +9,8 @@ the echo is clicked. The interactions:
 
 * Decoding: a step (Next ▶, then ◀ Previous: drawn in the page from every step's view it holds, no round trip), its
   Reveal (predict, then reveal; no round trip either) and a head (a round trip: every step's view for that head);
-* Inside a head: a new query (a round trip: the head computed for it, every panel drawn);
+* Inside a head: a new query (a round trip: the head computed for it; every panel drawn in the figure shown, only
+  what changed: ``assets/web/inside.js``);
 * Head analysis: a statistic from its menu (a round trip: the grid drawn);
 * Why 1/√d_k: a run of the trained model with the scale factor replaced, a sentence never sent before each time.
 """
@@ -58,7 +59,7 @@ ROWS = {  # key -> what the table calls it
     "decoding_step": "Decoding: a step (Next / Previous) → its three figures drawn, no round trip",
     "decoding_reveal": "Decoding: Reveal → the top 5 drawn, no round trip",
     "decoding_head": "Decoding: a head → the two attention rows drawn (every step's view for it)",
-    "inside_query": "Inside a head: a new query → every panel drawn",
+    "inside_query": "Inside a head: a new query → every panel drawn (in the figures shown)",
     "heads_stat": "Head analysis: a statistic → the grid drawn",
     "scaling_run": "Why 1/√d_k: a run (a new sentence, the scale replaced) → its three figures drawn",
 }

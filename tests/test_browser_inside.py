@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from helpers.browser import open_app, select_tab, wait_tab, watched_page
-from helpers.scripts import GD, TITLE
+from helpers.plotly import array
+from helpers.scripts import GD, TITLE, still
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from viz.views.inside_head import PLOT_LABELS, inside_head_view
 
 KINDS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention (masked)",
          "cross": "Encoder–decoder attention"}
@@ -123,19 +127,26 @@ def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(pa
 
 # ------------------------------------------------------------------------------- the opening view, whole matrices
 @pytest.fixture(scope="module")
-def shipped_pick():
-    """Where the tab opens on the app's first sentence (the Attention tab opens on cross-attention): the model's own
-    footnote-4 pick, and the one-query view's three cases there."""
+def shipped():
+    """The shipped model and the app's first sentence, as the app runs them."""
     from model.network.inference import ASSETS, Translator
-    from model.probes.inside import inside_head
-    from model.probes.matrices import footnote4_pick
     from model.probes.replay import prepare
     from viz.views.attention.maps import DEFAULT_SOURCE
 
-    shipped = Translator(ASSETS, device="cpu")
-    sentence = prepare(shipped, DEFAULT_SOURCE)
-    pick = footnote4_pick(shipped, sentence, None, "cross")
-    return pick, inside_head(shipped, sentence, None, "cross", pick.layer, pick.head, pick.query).scale_cases
+    model = Translator(ASSETS, device="cpu")
+    return model, prepare(model, DEFAULT_SOURCE)
+
+
+@pytest.fixture(scope="module")
+def shipped_pick(shipped):
+    """Where the tab opens on the app's first sentence (the Attention tab opens on cross-attention): the model's own
+    footnote-4 pick, and the one-query view's three cases there."""
+    from model.probes.inside import inside_head
+    from model.probes.matrices import footnote4_pick
+
+    model, sentence = shipped
+    pick = footnote4_pick(model, sentence, None, "cross")
+    return pick, inside_head(model, sentence, None, "cross", pick.layer, pick.head, pick.query).scale_cases
 
 
 def top(page: Page, elem_id: str) -> float:
@@ -218,3 +229,98 @@ def test_whole_matrices_hover_the_mask_and_a_row_opens_its_query(page: Page, ser
     assert page.locator("#in-view input[value='query']").is_checked()
     assert page.locator("#in-query input[value='2']").is_checked()
     assert not page.locator("#in-m-weights").is_visible()
+
+
+# ------------------------------------------------------------------------------- a new query, drawn in place
+PANELS = tuple(f"in-{name}" for name in PLOT_LABELS)
+# Each panel as shown, and as plotly draws the figure the server sent for it (#in-frames) anew in an element as wide:
+# its data (typed arrays as lists), titles, shapes and height, the margins plotly grew, and the texts it drew
+SHOWN_AND_SENT = """async (ids) => {
+  const list = (v) => (ArrayBuffer.isView(v) ? Array.from(v) : v);
+  const decoded = (v) => {
+    if (v && typeof v === 'object' && typeof v.bdata === 'string') {
+      const bytes = Uint8Array.from(atob(v.bdata), (c) => c.charCodeAt(0));
+      const types = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
+                     u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
+      return Array.from(new types[v.dtype](bytes.buffer));
+    }
+    if (ArrayBuffer.isView(v)) return Array.from(v);
+    if (Array.isArray(v)) return v.map(decoded);
+    return v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, decoded(x)])) : v;
+  };
+  const texts = (gd) => [...gd.querySelectorAll('.annotation-text, g[class*="tick"] > text, .legendtext')]
+    .map((el) => el.textContent);
+  const look = (gd) => ({
+    data: gd.data.map((t) => ({x: decoded(list(t.x)), y: decoded(list(t.y)), z: decoded(t.z), name: t.name})),
+    annotations: (gd.layout.annotations || []).map((a) => a.text), shapes: decoded(gd.layout.shapes || []),
+    height: gd._fullLayout.height, margins: ['l', 'r', 't', 'b'].map((s) => Math.round(gd._fullLayout._size[s])),
+    texts: texts(gd), inPlace: gd.attnMarked === true,
+  });
+  const {figures} = JSON.parse(document.querySelector('#in-frames textarea').value);
+  const out = {};
+  for (const id of ids) {
+    const gd = document.querySelector(`#${id} .js-plotly-plot`), {data, layout, config} = figures[id];
+    const fresh = document.body.appendChild(document.createElement('div'));
+    fresh.style.width = `${gd.clientWidth}px`;
+    await window.Plotly.newPlot(fresh, data, {...layout, autosize: true,
+                                              margin: {...layout.margin, autoexpand: true}}, config);
+    out[id] = {shown: look(gd), sent: look(fresh)};
+    window.Plotly.purge(fresh);
+    fresh.remove();
+  }
+  return out;
+}"""
+
+
+def same(shown, sent) -> bool:
+    """Data as drawn against data as sent (or computed): the same numbers (float32 either side), the same labels."""
+    if isinstance(sent, dict) and "bdata" in sent:
+        sent = array(sent).ravel().tolist()
+    if isinstance(sent, np.ndarray):
+        sent = sent.ravel().tolist()
+    if isinstance(sent, list) and sent and isinstance(sent[0], list):
+        sent = [v for row in sent for v in row]
+    if isinstance(shown, list) and shown and isinstance(shown[0], list):
+        shown = [v for row in shown for v in row]
+    if isinstance(sent, list) and all(isinstance(v, int | float) for v in sent):
+        return isinstance(shown, list) and np.allclose(np.asarray(shown, float), np.asarray(sent, float), atol=1e-6)
+    return shown == sent
+
+
+def test_a_new_query_is_drawn_in_the_figures_shown_as_the_model_computes_it(page: Page, server: str, shipped,
+                                                                             shipped_pick):
+    """A new query's six panels are drawn in the figures already shown (not six new Plots), and what they show is
+    what the model computes for that query, drawn as plotly draws the server's figure anew (margins and texts)."""
+    from model.probes.inside import inside_head
+
+    model, sentence = shipped
+    pick, _ = shipped_pick
+    open_app(page, server)
+    select_tab(page, "Inside a head")
+    steps_show(page, f"{KINDS['cross']}, layer {pick.layer}, head {pick.head}, query {pick.query} ")
+    drawn(page, *PANELS)
+    n = page.locator("#in-query input[type=radio]").count()
+    for query in ((pick.query + 1) % n, (pick.query + 2) % n, pick.query):
+        page.evaluate("(ids) => ids.forEach((id) => { document.querySelector(`#${id} .js-plotly-plot`)"
+                      ".attnMarked = true; })", list(PANELS))
+        choose(page, "in-query", query)
+        steps_show(page, f"head {pick.head}, query {query} ")
+        page.wait_for_function("([ids, q]) => ids.every((id) => { const gd = document.querySelector("
+                               "`#${id} .js-plotly-plot`); return gd.layout.annotations.some("
+                               "(a) => a.text.includes(`query ${q} `)); })", arg=[list(PANELS), query])
+        page.evaluate(still("#in-one-query .js-plotly-plot"))
+        view = inside_head_view(inside_head(model, sentence, None, "cross", pick.layer, pick.head, query))
+        panels = page.evaluate(SHOWN_AND_SENT, list(PANELS))
+        for name in PLOT_LABELS:
+            shown, sent, computed = panels[f"in-{name}"]["shown"], panels[f"in-{name}"]["sent"], getattr(view, name)
+            assert shown["inPlace"], f"{name}: a new element, not the figure shown"
+            assert shown["annotations"] == [a["text"] for a in computed["layout"].get("annotations", [])], name
+            assert shown["height"] == computed["layout"]["height"], name
+            assert len(shown["data"]) == len(computed["data"]), name
+            for drawn_trace, trace in zip(shown["data"], computed["data"], strict=True):
+                for key in ("x", "y", "z", "name"):
+                    assert same(drawn_trace[key], trace.get(key)), (name, key)
+            assert shown["shapes"] == sent["shapes"], name
+            assert shown["margins"] == sent["margins"], (name, shown["margins"], sent["margins"])
+            assert shown["texts"] == sent["texts"], name
+

@@ -220,6 +220,34 @@ def test_the_tab_draws_one_view_and_leaves_the_other(translator):
         mv.show(inside, matrices, translator.cfg, None, "query", "cross", 2, 1, 3, "")
 
 
+def test_a_new_query_sends_its_figures_for_the_page_to_draw_in_place(translator):
+    """In the one-query view a new query's six figures go as JSON (the page draws them in the figures shown), its
+    texts as ever, nothing else changes; in the whole-matrix view it is ``show`` (the figures for the Plots)."""
+    result = translator.attention(SOURCE)
+
+    def inside(*args):
+        return inside_head(translator, prepare(translator, SOURCE), None, *args[1:])
+
+    def matrices(*args):
+        return head_matrices(translator, prepare(translator, SOURCE), None, *args[1:])
+
+    shown = mv.show(inside, matrices, translator.cfg, result, "query", "cross", 2, 1, 3, "0.5")
+    out = mv.show_query(inside, matrices, translator.cfg, result, "query", "cross", 2, 1, 3, "0.5")
+    assert len(out) == len(shown) + 1
+    assert out[:2] == shown[:2] and "head 1, query 3 " in out[0]  # the steps and footnote 4's text
+    assert all(o is SKIP for o in out[2:-1])  # the Plots keep their values; the views stay as they are
+    frames = json.loads(out[-1])
+    fields = mv.InsideHeadView._fields[2:]
+    assert list(frames["figures"]) == [f"in-{field}" for field in fields]
+    for field, figure in zip(fields, shown[2:mv.N_QUERY_OUTPUTS], strict=True):
+        assert frames["figures"][f"in-{field}"] == json.loads(json.dumps(figure)), field
+    assert json.loads(mv.show_query(inside, matrices, translator.cfg, result, "query", "cross", 2, 1, 3, "0.5")[-1]) \
+        ["answer"] != frames["answer"]  # each answer drawn, the same figures again too
+    whole = mv.show_query(inside, matrices, translator.cfg, result, "matrix", "cross", 2, 1, 3, "")
+    assert whole[-1] is SKIP and len(whole) == len(shown) + 1
+    assert whole[:-1] == mv.show(inside, matrices, translator.cfg, result, "matrix", "cross", 2, 1, 3, "")
+
+
 def test_the_tab_opens_on_footnote_4_unless_a_head_or_a_row_was_chosen(translator):
     cfg, result = translator.cfg, translator.attention(SOURCE)
     picks = []

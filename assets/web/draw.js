@@ -21,8 +21,13 @@
    laid out to the pixel by the server (Inside a head's) is drawn larger as a whole instead: its fonts, height,
    margins and pixel offsets times its --attn-present-scale (app.css). A figure the server already drew for a
    projector (the Attention tab's) keeps its sizes and margins. A change of the flag draws every shown figure again
-   from what the server sent; a figure in a hidden tab, as its tab shows. */
-() => {
+   from what the server sent; a figure in a hidden tab, as its tab shows.
+
+   A feature may draw another figure in a figure's place (shared.drawHooks): a hook(gd, data, layout, config) returns
+   null, or the data and layout to draw (and to keep as sent) instead (inside.js: a figure it drew in place of
+   the Plot's, which Gradio draws again). */
+(page, shared) => {
+  shared.drawHooks = [];
   const PRESENT_PX = 16, PRESENT_TITLE_PX = 20;
   const presenting = () => document.body.classList.contains('attn-present');
   const bigger = (font, px) => {  // a font at px or more (a size per point too)
@@ -178,6 +183,10 @@
       return Promise.resolve().then(() => {
         if (!gd.isConnected) return gd;
         let [data, layout, ...more] = rest;
+        for (const hook of layout ? shared.drawHooks : []) {
+          const own = hook(gd, data, layout, more[0]);
+          if (own) { ({data, layout} = own); break; }
+        }
         if (gd.attnSent !== layout) Object.assign(gd, {attnSent: layout, attnSentData: data, attnSentConfig: more[0]});
         gd.attnPresent = presenting();
         let grown = false;

@@ -11,6 +11,8 @@
   decodeReveal: (frames, step) => window.attnDecodeStep(frames, step, true).slice(0, 3),
   // Head analysis: the statistic's grid drawn from every statistic's grid the page holds (assets/web/heads.js).
   headsStat: (frames, stat) => window.attnHeadsStat(frames, stat),
+  // Inside a head: a new query's figures drawn in the figures shown (assets/web/inside.js).
+  insideQuery: (frames) => window.attnInsideQuery(frames),
   // A message shown at once: a sentence typed but not yet run (the figures still show the last run).
   show: (message) => message,
   // The alignment view is out of date: assets/web/lines.js asks for it again once it is on screen.

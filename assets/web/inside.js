@@ -2,8 +2,16 @@
    textbox): the server opens "Inside a head" on that query (the row's 0-based position: the close-up's rows sit at
    y = 0 … Q-1). A click on a row of a whole-matrix figure (page.matrixPlots; only traces whose meta is
    page.queryRows have the queries as rows) sends "row,time" to page.matrixRowClick: the one-query view opens on it.
-   A new figure's element is hooked anew. */
-(page, {send, eachPlot}) => {
+   A new figure's element is hooked anew.
+
+   A new query (the server's show_query): its figures come as JSON in a hidden textbox, not as six new Plot values
+   (Gradio would draw each from scratch in a new element, twice over: plotly grows the margins and draws again).
+   window.attnInsideQuery draws each in the figure in its place (page.insidePlots), with only what changed
+   (Plotly.update: the data, titles and sizes that differ), and tells the page it is drawn ('attn-drawn', as draw.js
+   does). In presentation mode, or where the figure differs in its traces, it is drawn anew (Plotly.react). The
+   Plot keeps its value: should Gradio draw that value again (its element made anew), the figure drawn in its place
+   is drawn instead (draw.js's drawHooks); a new value of its own replaces it. */
+(page, {send, eachPlot, plotOf, drawHooks}) => {
   const onRow = (id, box, wanted) => eachPlot(id, (gd) => {
     gd.on('plotly_click', (ev) => {
       const p = ev.points && ev.points.find((q) => q.data && q.data.type === 'heatmap' && wanted(q.data));
@@ -12,4 +20,73 @@
   });
   onRow(page.detail, page.rowClick, () => true);
   for (const id of page.matrixPlots) onRow(id, page.matrixRowClick, (data) => data.meta === page.queryRows);
+
+  // The figure as Gradio's Plot draws it (its Plot sets these before drawing)
+  const asPlotDraws = ({data, layout, config}) => ({
+    data, config: {...(config || {}), responsive: true},
+    layout: {...layout, autosize: true, margin: {...(layout.margin || {}), autoexpand: true}},
+  });
+  const nameOf = (config) => ((config || {}).toImageButtonOptions || {}).filename;
+  const held = new Map();  // a Plot's id -> {from: the name of the Plot's own figure, figure: the one drawn over it}
+  // a Plot's id -> its figure as sent, as JSON (plotly writes into the data and layout it draws: axis ranges, arrays)
+  const sentText = new Map();
+  const differs = (a, b) => JSON.stringify(a) !== JSON.stringify(b);
+  // Plotly.update's arguments from the figure shown to the next (same traces): null where it differs more
+  const update = (shown, next) => {
+    if (shown.data.length !== next.data.length || next.data.some((t, i) => t.type !== shown.data[i].type)) return null;
+    const traces = {};
+    const keys = new Set(next.data.flatMap(Object.keys).concat(shown.data.flatMap(Object.keys)));
+    keys.delete('uid');  // (plotly's own)
+    for (const key of keys) {
+      if (next.data.some((t, i) => differs(t[key], shown.data[i][key]))) {
+        traces[key] = next.data.map((t) => (t[key] === undefined ? null : t[key]));
+      }
+    }
+    const layout = {};
+    for (const key of new Set([...Object.keys(next.layout), ...Object.keys(shown.layout)])) {
+      const [was, now] = [shown.layout[key], next.layout[key]];
+      if (!differs(was, now)) continue;
+      if (Array.isArray(was) && Array.isArray(now) && was.length === now.length) {  // annotations, shapes
+        now.forEach((item, i) => {
+          if (!differs(item, was[i])) return;
+          const [a, b] = [{...was[i], text: null}, {...item, text: null}];
+          if (differs(a, b)) layout[`${key}[${i}]`] = item; else layout[`${key}[${i}].text`] = item.text;
+        });
+      } else {
+        layout[key] = now === undefined ? null : now;
+      }
+    }
+    return [traces, layout];
+  };
+  const drawn = (gd) => gd.dispatchEvent(new CustomEvent('attn-drawn', {bubbles: true}));
+  window.attnInsideQuery = (text) => {
+    if (!text) return;
+    const {figures} = JSON.parse(text);
+    for (const [id, sent] of Object.entries(figures)) {
+      const gd = plotOf(id);
+      if (!gd || !gd.attnSent) continue;  // not drawn yet: its Plot's own figure comes
+      const next = asPlotDraws(sent);
+      const from = held.has(id) ? held.get(id).from : nameOf(gd.attnSentConfig);
+      held.set(id, {from, figure: next});
+      const shown = sentText.get(id);
+      sentText.set(id, JSON.stringify({data: next.data, layout: next.layout}));
+      const changes = !gd.attnPresent && shown && update(JSON.parse(shown), next);
+      if (!changes) {
+        window.Plotly.react(gd, next.data, next.layout, next.config);  // (draw.js tells the page)
+        continue;
+      }
+      Object.assign(gd, {attnSent: next.layout, attnSentData: next.data, attnSentConfig: next.config});
+      window.Plotly.update(gd, ...changes).then(() => drawn(gd));
+    }
+  };
+  drawHooks.push((gd, data, layout, config) => {
+    const id = page.insidePlots.find((plot) => gd.closest(`#${plot}`));
+    if (!id) return null;
+    const kept = held.get(id);
+    if (kept && config === kept.figure.config) return null;  // the figure drawn over it, again (presentation mode)
+    if (kept && nameOf(config) === kept.from) return kept.figure;  // the Plot's own figure again: the one over it
+    held.delete(id);  // a new figure of the Plot's own
+    sentText.set(id, JSON.stringify({data, layout}));
+    return null;
+  });
 }

@@ -9,7 +9,9 @@ Where the tab opens: ``opening`` — the head and query the model picks for foot
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -21,6 +23,7 @@ from viz.views.attention.maps import check_view as attention_view
 from viz.views.attention.share import View, opens, sharpest_head
 from viz.views.inside_head import (
     NO_SENTENCE,
+    InsideHeadView,
     check_query,
     check_view,
     factor_from_text,
@@ -132,6 +135,28 @@ def show(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: A
         one = skipped(N_QUERY_OUTPUTS)
         many = tuple(matrix_view(matrices(result, kind, layer, head, factor), query))
     return (*one, *many, Update(visible=mode == QUERY), Update(visible=mode == MATRIX))
+
+
+def query_frames(view: tuple) -> str:
+    """The one-query view's figures (``InsideHeadView``'s, by their Plot's element id, "in-<field>") as JSON, for the
+    page to draw in the figures it shows (assets/web/inside.js): a new query redraws only what changed."""
+    figures = {f"in-{field}": figure for field, figure in zip(InsideHeadView._fields, view, strict=True)
+               if isinstance(figure, Figure)}
+    # (each answer its own: the page draws every one, the same figures again too, after other views in between)
+    return json.dumps({"figures": figures, "answer": time.monotonic_ns()}, separators=(",", ":"), ensure_ascii=False)
+
+
+def show_query(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: AttentionResult | None, mode,
+               kind, layer, head, query, factor_text="") -> tuple:
+    """A new query: ``show``'s outputs and the one-query figures as ``query_frames`` (last). In the one-query view the
+    figures go only there, for the page to draw in place, and the Plots keep their values; in the whole-matrix view,
+    as ``show``."""
+    out = show(inside, matrices, cfg, result, mode, kind, layer, head, query, factor_text)
+    if check_mode(mode) != QUERY:
+        return (*out, SKIP)
+    one = out[:N_QUERY_OUTPUTS]
+    texts = [value if isinstance(value, str) else SKIP for value in one]
+    return (*texts, *skipped(N_MATRIX_OUTPUTS), SKIP, SKIP, query_frames(one))
 
 
 def seen_key(result: AttentionResult, kind, layer, head) -> str:

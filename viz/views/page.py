@@ -12,6 +12,7 @@ from viz.lines import LINE_META, TOKEN_META
 from viz.matrices import QUERY_ROWS, STAGES
 from viz.views.attention.maps import KIND_CHOICES
 from viz.views.head_analysis import STAT_CHOICES
+from viz.views.inside_head import PLOT_LABELS as INSIDE_PLOTS
 
 PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1", "blockClick": "arch-click",
         "layerLabel": LAYER_LABEL, "headLabel": HEAD_LABEL,
@@ -26,6 +27,7 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         # Inside a head's whole matrices: a click on a row of a trace whose meta is queryRows sends "row,time" here
         "matrixPlots": [f"in-m-{name}" for name in ("projections", *STAGES, "output")],
         "matrixRowClick": "in-matrix-row-click", "queryRows": QUERY_ROWS,
+        "insidePlots": [f"in-{name}" for name in INSIDE_PLOTS],  # the one-query view's figures: drawn once a new query
         "cellGrid": "heads-grid", "cellClick": "heads-cell-click",  # Head analysis: a grid cell opens its head
         # Every other tab's view in the link too (share): of the tab shown, query parameter -> element id, written over
         # the Attention tab's (``view``); a dropdown shows a label (``labels``: label -> value); a group of checkboxes

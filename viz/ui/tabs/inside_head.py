@@ -66,6 +66,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             m_output = matrix_plot("output")
             matrix_steps = gr.Markdown(elem_id="in-matrix-steps")
         matrix_row = click_box(PAGE["matrixRowClick"])  # a click on a row of a whole-matrix figure
+        frames = gr.Textbox(visible="hidden", elem_id="in-frames")  # a new query's figures (show_query)
         seen = gr.State(None)  # the Attention tab's view when this tab last opened (viz.views.inside_matrices)
     shown = [steps, footnote4_text, scores, figure2, projections, head_output, footnote4, contributions,  # their order
              matrix_head, m_projections, *stages, m_output, matrix_steps, one_query, whole]
@@ -82,7 +83,11 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     # the note goes with the tab's own choices (and with a new view when the tab opens: ``opening``)
     gr.on([kind.input, layer.release, head.input, query.input], None, None, note, js=in_browser("show", ""))
     kind.input(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(**draw)
-    gr.on([query.input, layer.release, head.input, factor.submit, mode.input], **draw)
+    gr.on([layer.release, head.input, factor.submit, mode.input], **draw)
+    # a new query: its figures drawn in those shown, only what changed (assets/web/inside.js), not six new Plots
+    query.input(listener(matrix_view.show_query, runs.inside_head, runs.inside_matrices, cfg), draw["inputs"],
+                [*shown, frames], preprocess=False, show_progress="hidden", **PRIVATE)
+    frames.change(None, frames, None, js=in_browser("insideQuery"))
     matrix_row.change(listener(matrix_view.row_opened), [page.result, kind, matrix_row], [mode, query],
                       **PRIVATE).then(**draw)
     take.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(**draw)
