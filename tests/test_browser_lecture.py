@@ -102,8 +102,12 @@ def _at_stop(page: Page, n: int, measured: bool = True) -> dict:
 def _large_and_clear(page: Page, n: int) -> None:
     """Every text on screen (the caption bar's too) at least 16 px and 4.5:1, no figure's texts over each other or
     cut: measured as presentation mode is (tests/helpers/present.py), once the figures keep still."""
-    page.evaluate(STILL)
-    got = measure(page, on_screen=True)
+    for _ in range(3):  # on a busy machine a figure may start a redraw after it kept still: a defect stays, that goes
+        page.evaluate(STILL)
+        got = measure(page, on_screen=True)
+        if got["texts"] and not got["problems"]:
+            return
+        page.wait_for_timeout(1000)
     assert got["texts"] and not got["problems"], (n, page.url, got["problems"][:20])
 
 
