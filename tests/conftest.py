@@ -228,6 +228,34 @@ def browser():
         yield browser
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="module")
+def _kept_pages(browser):
+    from helpers.browser import KeptPages
+
+    kept = KeptPages(browser)
+    yield kept
+    kept.close()
+
+
+@pytest.fixture
+def kept(request, _kept_pages):
+    """The module's kept pages (``helpers.browser.KeptPages``): ``kept.open(url)`` gives the app loaded at ``url``,
+    on the page the module's last test with that opening left when it passed (no page load), else a fresh one."""
+    yield _kept_pages
+    _kept_pages.test_ended(request.node.stash.get(_FAILED, False))
+
+
 @pytest.fixture
 def page(browser):
     """A fresh page at 1400×1000 that fails its test on a console or page error, a dialog or a request off loopback."""

@@ -1,8 +1,9 @@
 """The app in a real browser: Debian's Chromium driven by Playwright (never `playwright install`).
 
 One `python app.py` on a free loopback port and one Chromium for the whole run (tests/conftest.py: `server`,
-`browser`); a fresh page per test (`page`), which fails its test on a console error, an uncaught page error, a
-JavaScript dialog, or any request that leaves loopback (the page must work offline). Screenshots are not tests:
+`browser`). The tests take turns on two kept pages (``kept``: one opened on the first view, one in the dark theme;
+each test sets the view it needs), which fail a test on a console error, an uncaught page error, a JavaScript
+dialog, or any request that leaves loopback (the page must work offline). Screenshots are not tests:
 ``python -m bench.screenshots``.
 """
 
@@ -12,9 +13,9 @@ import json
 
 from helpers.browser import (
     PAYLOAD,
+    KeptPages,
     assert_not_injected,
     is_dark,
-    open_app,
     select_tab,
     source_tokens,
     tick_labels,
@@ -29,6 +30,17 @@ from playwright.sync_api import Page
 # sharpest head: tests/test_browser_classroom.py)
 FIRST_VIEW = "?kind=encoder_self&layer=1&head=0"
 DARK = FIRST_VIEW + "&__theme=dark"  # every tab is also checked in the dark theme
+
+
+def opened(kept: KeptPages, server: str, view: str) -> Page:
+    """The module's kept page opened on ``view`` (downloads allowed)."""
+    return kept.open(server + view, accept_downloads=True)
+
+
+def open_export(page: Page) -> None:
+    """The "Export" panel open (an earlier test may have opened it)."""
+    if not page.locator("#export").is_visible():
+        page.get_by_role("button", name="Export").click()
 
 
 def overview_info(page: Page) -> dict:
@@ -55,8 +67,8 @@ def run(page: Page, source: str, target: str | None = None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------- the example
-def test_opens_with_the_example_drawn(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
+def test_opens_with_the_example_drawn(kept: KeptPages, server: str):
+    page = opened(kept, server, FIRST_VIEW)
     assert value(page, "source") == "Two dogs are running through the snow."
     assert value(page, "translation").strip()
     assert "Model on" in page.inner_text("#status")
@@ -68,10 +80,10 @@ def test_opens_with_the_example_drawn(page: Page, server: str):
     assert page.locator("#detail .js-plotly-plot .hm image").count() >= 1
 
 
-def test_the_export_buttons_save_the_drawn_figures_in_the_page(page: Page, server: str):
+def test_the_export_buttons_save_the_drawn_figures_in_the_page(kept: KeptPages, server: str):
     """Saved client-side through plotly: no server round trip."""
-    open_app(page, server + FIRST_VIEW)
-    page.get_by_role("button", name="Export").click()
+    page = opened(kept, server, FIRST_VIEW)
+    open_export(page)
     for button, name, magic in (("Overview as PNG", "encoder_self_all_heads.png", b"\x89PNG"),
                                 ("Detail as SVG", "encoder_self_layer1_mean.svg", b"<svg")):
         with page.expect_download() as info:
@@ -80,9 +92,9 @@ def test_the_export_buttons_save_the_drawn_figures_in_the_page(page: Page, serve
         assert info.value.path().read_bytes().startswith(magic)
 
 
-def test_export_downloads_the_maps_as_npz_and_json_from_the_server(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
-    page.get_by_role("button", name="Export").click()  # opens the export panel
+def test_export_downloads_the_maps_as_npz_and_json_from_the_server(kept: KeptPages, server: str):
+    page = opened(kept, server, FIRST_VIEW)
+    open_export(page)
     page.click("#export")
     links = page.locator("#export-files a[download]")
     page.wait_for_function("() => document.querySelectorAll('#export-files a[download]').length === 2")
@@ -100,8 +112,8 @@ def test_export_downloads_the_maps_as_npz_and_json_from_the_server(page: Page, s
             assert json.loads(data)["shapes"]["encoder_self"][:2] == [6, 8]
 
 
-def test_the_layer_slider_changes_the_close_up(page: Page, server: str):
-    open_app(page, server + FIRST_VIEW)
+def test_the_layer_slider_changes_the_close_up(kept: KeptPages, server: str):
+    page = opened(kept, server, FIRST_VIEW)
     assert "layer 1 · mean of 8 heads" in title(page, "detail")
     number = page.locator("#layer input[type=number]")
     number.fill("4")
@@ -109,9 +121,9 @@ def test_the_layer_slider_changes_the_close_up(page: Page, server: str):
     page.wait_for_function(f"() => ({TITLE})('detail').includes('layer 4 · mean of 8 heads')")
 
 
-def test_a_click_on_a_tile_opens_its_layer_and_head(page: Page, server: str):
+def test_a_click_on_a_tile_opens_its_layer_and_head(kept: KeptPages, server: str):
     """A real mouse click on the middle of tile L3 H5: plotly_click -> #tile-click -> layer and head."""
-    open_app(page, server + FIRST_VIEW)
+    page = opened(kept, server, FIRST_VIEW)
     page.locator("#overview").scroll_into_view_if_needed()
     x, y = page.evaluate(
         f"""() => {{
@@ -130,8 +142,8 @@ def test_a_click_on_a_tile_opens_its_layer_and_head(page: Page, server: str):
 
 
 # -------------------------------------------------------------------------------------------------- new sentences, dark
-def test_a_new_sentence_gives_48_tiles_labelled_with_its_tokens(page: Page, server: str):
-    open_app(page, server + DARK)
+def test_a_new_sentence_gives_48_tiles_labelled_with_its_tokens(kept: KeptPages, server: str):
+    page = opened(kept, server, DARK)
     assert is_dark(page)
     run(page, "A little girl in a pink dress is climbing a wooden fence.")
     page.wait_for_function(
@@ -149,8 +161,8 @@ def test_a_new_sentence_gives_48_tiles_labelled_with_its_tokens(page: Page, serv
     assert shape == [n_src, n_src]
 
 
-def test_html_in_the_source_and_target_stays_text_in_the_maps_and_figure_1(page: Page, server: str):
-    open_app(page, server + DARK)
+def test_html_in_the_source_and_target_stays_text_in_the_maps_and_figure_1(kept: KeptPages, server: str):
+    page = opened(kept, server, DARK)
     page.fill("#source textarea", f"A dog {PAYLOAD} runs.")
     page.fill("#target textarea", f"Ein Hund {PAYLOAD}")
     page.click("#run")
@@ -169,14 +181,16 @@ def test_html_in_the_source_and_target_stays_text_in_the_maps_and_figure_1(page:
     assert_not_injected(page)
 
 
-def test_the_model_card_says_where_the_model_runs(page: Page, server: str):
-    open_app(page, server + DARK)
+def test_the_model_card_says_where_the_model_runs(kept: KeptPages, server: str):
+    page = opened(kept, server, DARK)
     select_tab(page, "Model card")
     page.get_by_text("Model running on").wait_for()
 
 
-def test_figure_1_has_the_sentences_shapes_and_a_click_on_an_attention_block_opens_its_view(page: Page, server: str):
-    open_app(page, server + DARK)
+def test_figure_1_has_the_sentences_shapes_and_a_click_on_an_attention_block_opens_its_view(kept: KeptPages,
+                                                                                            server: str):
+    page = opened(kept, server, DARK)
+    select_tab(page, "Attention")
     n_src = source_tokens(page)
     select_tab(page, "Architecture")  # drawn when its tab opens
     page.wait_for_function(
@@ -189,8 +203,8 @@ def test_figure_1_has_the_sentences_shapes_and_a_click_on_an_attention_block_ope
     page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention')")
 
 
-def test_the_why_tab_draws_its_figures_and_a_live_run_keeps_html_as_text(page: Page, server: str):
-    open_app(page, server + DARK)
+def test_the_why_tab_draws_its_figures_and_a_live_run_keeps_html_as_text(kept: KeptPages, server: str):
+    page = opened(kept, server, DARK)
     select_tab(page, "Why 1/√d_k")
     for plot_id in ("variance", "histogram", "softmax-weights", "curves"):
         page.wait_for_selector(f"#{plot_id} .js-plotly-plot .main-svg")

@@ -68,6 +68,54 @@ def watched_page(browser: Browser, width: int, height: int, **options) -> Iterat
     watch.assert_clean()  # (not after a failure: that one is the test's result)
 
 
+class KeptPages:
+    """Loaded pages that a module's tests take turns on, one per opening (the URL opened and the page's size and
+    options): a page load is ~3 s of Chromium's CPU (Gradio's and plotly's own script), most of a short test.
+
+    ``open(url)`` gives the page the module's last test with the same opening left, not loaded again, when that test
+    passed; else a fresh page. Such a test may find what earlier tests of its module changed (they run in file
+    order): it relies only on the view it sets itself, or on what stays the same (the sentence, where none of them
+    changes it). It also passes alone, on a fresh page. Each test's page is checked like ``watched_page``'s
+    (``Watch``), and a page a failed test used is closed, so that the next test starts on a fresh one.
+    """
+
+    def __init__(self, browser: Browser):
+        self.browser = browser
+        self.kept: dict[tuple, tuple] = {}  # opening -> (context, page, Watch)
+        self.used: list[tuple] = []  # the openings the running test used
+
+    def open(self, url: str, width: int = 1400, height: int = 1000, *, load=None, **options) -> Page:
+        """The app at ``url`` (``load``: how to load it, by default ``open_app``)."""
+        key = (url, width, height, repr(sorted(options.items())))
+        if key not in self.kept:
+            context = self.browser.new_context(viewport={"width": width, "height": height}, **options)
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            self.kept[key] = (context, page, Watch(page))
+            (load or open_app)(page, url)
+        self.used.append(key)
+        return self.kept[key][1]
+
+    def test_ended(self, failed: bool) -> None:
+        """After each test: its pages checked (``Watch``), a failed test's closed."""
+        used, self.used = self.used, []
+        for key in dict.fromkeys(used):
+            context, _, watch = self.kept[key]
+            if failed:
+                context.close()
+                del self.kept[key]
+                continue
+            try:
+                watch.assert_clean()
+            finally:
+                watch.errors.clear(), watch.outside.clear(), watch.dialogs.clear()
+
+    def close(self) -> None:
+        for context, _, _ in self.kept.values():
+            context.close()
+        self.kept.clear()
+
+
 @contextlib.contextmanager
 def new_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
     """``watched_page`` for a ``with`` block inside a test (a page of another size than the fixture's)."""
