@@ -1,8 +1,9 @@
 """Step-by-step decoding in a real browser: the Decoding tab (step-through, arrow keys, predict-then-reveal) and the
 alignment (lines) view of the Attention tab, with Debian's Chromium driven by Playwright.
 
-One `python app.py` (the shipped model) and one browser for the whole run (tests/conftest.py), a fresh page per test
-that fails on a console error, a page error, a dialog or a request off loopback. The time from a click to the
+One `python app.py` (the shipped model) and one browser for the whole run (tests/conftest.py). The tests take turns on
+two kept pages at 1280×720 (``kept``: one dark, one light; each test sets the view it needs), which fail a test on a
+console error, a page error, a dialog or a request off loopback. The time from a click to the
 alignment view drawn at 60 tokens a side is the benchmark's (``python -m bench --sections browser``), not a test's.
 Screenshots are not tests: ``python -m bench.screenshots``.
 """
@@ -10,12 +11,10 @@ Screenshots are not tests: ``python -m bench.screenshots``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
-from helpers.browser import open_app, value, watched_page
+from helpers.browser import KeptPages, value
 from helpers.scripts import GD, TITLE, VALUE, still
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from bench.browser import DOT, LINES_WORDS
 from bench.common import words
@@ -40,9 +39,9 @@ SEGMENTS = f"""() => [...({GD})('lines').querySelectorAll('.scatterlayer .trace'
 REPLOTS = ("plotly_afterplot", "plotly_react", "plotly_restyle", "plotly_relayout", "plotly_update", "plotly_redraw")
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    yield from watched_page(browser, 1280, 720, accept_downloads=True)
+def opened(kept: KeptPages, url: str) -> Page:
+    """The module's kept page at 1280×720 opened on ``url`` (downloads allowed)."""
+    return kept.open(url, 1280, 720, accept_downloads=True)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -68,9 +67,13 @@ def select(page: Page, tab_id: str) -> None:
 
 
 def open_decoding(page: Page) -> int:
-    """Open the tab (it takes over the Attention tab's sentence); the number of steps."""
+    """Open the tab (it takes over the Attention tab's sentence) at step 1 (an earlier test may have left a later
+    one); the number of steps."""
     select(page, "decoding")
-    text = wait_status(page, r"Step 1 of \d+")
+    text = wait_status(page, r"Step \d+ of \d+")
+    while (step := int(re.search(r"Step (\d+) of", text)[1])) > 1:
+        page.click("#step-prev")
+        text = wait_status(page, f"Step {step - 1} of")
     return int(re.search(r"Step 1 of (\d+)", text)[1])
 
 
@@ -114,8 +117,8 @@ def step_to_3(page: Page, n_steps: int) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the Decoding tab
-def test_the_decoding_tab_takes_the_sentence_over_and_steps_with_buttons_and_arrow_keys(page: Page, server: str):
-    open_app(page, server + "?__theme=dark")
+def test_the_decoding_tab_takes_the_sentence_over_and_steps_with_buttons_and_arrow_keys(kept: KeptPages, server: str):
+    page = opened(kept, server + "?__theme=dark")
     assert page.evaluate("() => document.body.classList.contains('dark')")
     n_steps = open_decoding(page)
     assert n_steps > 4
@@ -140,8 +143,8 @@ def test_the_decoding_tab_takes_the_sentence_over_and_steps_with_buttons_and_arr
     assert page.evaluate(f"() => ({GD})('decode-top5').layout.yaxis.ticktext[0]").endswith("✓ chosen")
 
 
-def test_predict_then_reveal_hides_the_next_token_until_reveal(page: Page, server: str):
-    open_app(page, server + "?__theme=dark")
+def test_predict_then_reveal_hides_the_next_token_until_reveal(kept: KeptPages, server: str):
+    page = opened(kept, server + "?__theme=dark")
     n_steps = open_decoding(page)
     chosen = re.search(r"Next token: (\S+)", step_to_3(page, n_steps))[1].lstrip("·")
     assert page.locator("#reveal").is_disabled()
@@ -159,9 +162,9 @@ def test_predict_then_reveal_hides_the_next_token_until_reveal(page: Page, serve
     page.get_by_label("Predict, then reveal").uncheck()
 
 
-def test_on_a_phone_a_new_sentence_is_taken_over_when_the_tab_opens_again(page: Page, server: str):
+def test_on_a_phone_a_new_sentence_is_taken_over_when_the_tab_opens_again(kept: KeptPages, server: str):
     """The same page resized: the tab names wrap onto more lines, every tab one tap away."""
-    open_app(page, server + "?__theme=dark")
+    page = opened(kept, server + "?__theme=dark")
     open_decoding(page)
     page.set_viewport_size({"width": 390, "height": 844})
     select(page, "attention")
@@ -182,8 +185,8 @@ def test_on_a_phone_a_new_sentence_is_taken_over_when_the_tab_opens_again(page: 
 
 
 # ------------------------------------------------------------------------------------------ the alignment view
-def test_the_alignment_view_draws_every_heads_lines_and_a_hovered_token_keeps_its_own(page: Page, server: str):
-    open_app(page, server)
+def test_the_alignment_view_draws_every_heads_lines_and_a_hovered_token_keeps_its_own(kept: KeptPages, server: str):
+    page = opened(kept, server)
     lines_drawn(page, "all heads")
     every = page.evaluate(SEGMENTS)
     assert {t["head"] for t in every} == set(range(1, 9))
@@ -199,8 +202,8 @@ def test_the_alignment_view_draws_every_heads_lines_and_a_hovered_token_keeps_it
     wait_segments(page, n_all)
 
 
-def test_a_click_pins_a_tokens_lines_and_a_second_click_lets_go(page: Page, server: str):
-    open_app(page, server)
+def test_a_click_pins_a_tokens_lines_and_a_second_click_lets_go(kept: KeptPages, server: str):
+    page = opened(kept, server)
     lines_drawn(page, "all heads")
     n_all = sum(len(t["segs"]) for t in page.evaluate(SEGMENTS))
     x, y = dot(page, ["k", 0])
@@ -216,8 +219,8 @@ def test_a_click_pins_a_tokens_lines_and_a_second_click_lets_go(page: Page, serv
     wait_segments(page, n_all)
 
 
-def test_the_alignment_view_follows_the_tabs_head_kind_and_layer(page: Page, server: str):
-    open_app(page, server)
+def test_the_alignment_view_follows_the_tabs_head_kind_and_layer(kept: KeptPages, server: str):
+    page = opened(kept, server)
     lines_drawn(page, "all heads")
     page.locator("#lines-head input[value='3']").check()
     lines_drawn(page, "· head 3")
@@ -232,26 +235,28 @@ def test_the_alignment_view_follows_the_tabs_head_kind_and_layer(page: Page, ser
     lines_drawn(page, "Encoder self-attention · layer 2 · head 3")
 
 
-def test_the_alignment_view_exports_as_svg_named_by_its_view(page: Page, server: str):
-    open_app(page, server)
+def test_the_alignment_view_exports_as_svg_named_by_its_view(kept: KeptPages, server: str):
+    page = opened(kept, server)
     page.locator("#kind input[value='encoder_self']").check()
     page.locator("#lines-head input[value='3']").check()
     number = page.locator("#layer input[type=number]")
     number.fill("2")
     number.press("Enter")
     lines_drawn(page, "Encoder self-attention · layer 2 · head 3")
-    page.get_by_role("button", name="Export").click()
+    if not page.get_by_role("button", name="Alignment as SVG").is_visible():
+        page.get_by_role("button", name="Export").click()
     with page.expect_download() as info:
         page.get_by_role("button", name="Alignment as SVG").click()
     assert info.value.suggested_filename == "encoder_self_lines_layer2_head3.svg"
     assert info.value.path().read_bytes().startswith(b"<svg")
 
 
-def test_at_60_tokens_a_side_a_tokens_lines_are_shown_without_drawing_the_figure_again(page: Page, server: str):
+def test_at_60_tokens_a_side_a_tokens_lines_are_shown_without_drawing_the_figure_again(kept: KeptPages, server: str):
     """Encoder self-attention of a 60-token sentence, all 8 heads: a click on a token shows its lines by hiding the
     others in the SVG (a restyle of x and y took a median 1.8 s here); a head choice is a new figure."""
-    open_app(page, server)
+    page = opened(kept, server)
     page.locator("#kind input[value='encoder_self']").check()
+    page.locator("#lines-head input[value='0']").check()  # all heads
     page.fill("#source textarea", LONG_TEXT)
     page.click("#run")
     page.wait_for_function("() => /60 source tokens/.test(document.querySelector('#status').textContent)")
