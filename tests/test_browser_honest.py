@@ -1,7 +1,8 @@
 """Honest views in a real browser: the page never shows a stale or misleading picture.
 
-The app and Chromium are tests/conftest.py's (one for the run), and so is `page` (a fresh page per test that fails on
-console errors, dialogs or requests off loopback). An example opening its view is checked in
+The app and Chromium are tests/conftest.py's (one for the run). The tests take turns on one kept page (``kept``; each
+sets the view it needs, and those that need the example sentence run before those that change it), which fails a
+test on console errors, dialogs or requests off loopback. An example opening its view is checked in
 tests/test_browser_classroom.py, a 100-token close-up on a phone in tests/test_browser_long.py. Screenshots are not
 tests: ``python -m bench.screenshots``.
 """
@@ -12,6 +13,7 @@ import io
 import re
 
 from helpers.browser import (
+    KeptPages,
     choose_kind,
     new_page,
     open_app,
@@ -36,6 +38,10 @@ GIVEN_VISIBLE = "() => { const e = document.querySelector('#given'); return !!(e
 
 
 # -------------------------------------------------------------------------------------------------------------- helpers
+def opened(kept: KeptPages, server: str) -> Page:
+    return kept.open(server, accept_downloads=True)
+
+
 def hover_text(page: Page, plot_id: str, x: float, y: float) -> str:
     """Move the mouse over data point (x, y) and return the hover label plotly draws (the mouse leaves first, so
     that no earlier label is read)."""
@@ -56,8 +62,8 @@ def any_error_badge(page: Page) -> int:
 
 
 # -------------------------------------------------------------- masked cells, the shift, exports, one's own translation
-def test_masked_cells_are_grey_with_a_legend_and_say_so(page: Page, server: str):
-    open_app(page, server)
+def test_masked_cells_are_grey_with_a_legend_and_say_so(kept: KeptPages, server: str):
+    page = opened(kept, server)
     choose_kind(page, "Decoder self-attention")
     page.wait_for_function(f"() => ({GD})('detail').layout.title.text.startsWith('Decoder self-attention')")
     for plot_id in ("overview", "detail"):
@@ -73,8 +79,8 @@ def test_masked_cells_are_grey_with_a_legend_and_say_so(page: Page, server: str)
     assert "masked" not in seen
 
 
-def test_the_page_and_the_hover_say_which_token_a_decoder_row_predicts(page: Page, server: str):
-    open_app(page, server)
+def test_the_page_and_the_hover_say_which_token_a_decoder_row_predicts(kept: KeptPages, server: str):
+    page = opened(kept, server)
     choose_kind(page, "Encoder–decoder attention")
     page.wait_for_function(f"() => ({GD})('detail').layout.title.text.startsWith('Encoder–decoder')")
     note = page.inner_text("#shift-note")
@@ -86,11 +92,12 @@ def test_the_page_and_the_hover_say_which_token_a_decoder_row_predicts(page: Pag
     page.wait_for_function("() => !document.querySelector('#shift-note').textContent.trim()")
 
 
-def test_exported_figures_carry_their_context_and_a_white_background(page: Page, server: str):
+def test_exported_figures_carry_their_context_and_a_white_background(kept: KeptPages, server: str):
     """Sentence, kind, layer, head and tokens in the exported figures, on white; the page's own stay transparent."""
-    open_app(page, server)
+    page = opened(kept, server)
     sentence, detail_title = value(page, "source"), title(page, "detail")
-    page.get_by_role("button", name="Export").click()
+    if not page.get_by_role("button", name="Detail as SVG").is_visible():
+        page.get_by_role("button", name="Export").click()
     with page.expect_download() as info:
         page.get_by_role("button", name="Detail as SVG").click()
     svg = info.value.path().read_text(encoding="utf-8")
@@ -114,8 +121,8 @@ def test_exported_figures_carry_their_context_and_a_white_background(page: Page,
     assert title(page, "detail") == detail_title
 
 
-def test_an_own_translation_shows_both_translations_and_each_tokens_probability(page: Page, server: str):
-    open_app(page, server)
+def test_an_own_translation_shows_both_translations_and_each_tokens_probability(kept: KeptPages, server: str):
+    page = opened(kept, server)
     model_translation = value(page, "translation")
     assert "rennen" in model_translation  # the shipped model's own: "Zwei Hunde rennen durch den Schnee."
     given = model_translation.replace("rennen", "laufen")
@@ -140,8 +147,8 @@ def test_an_own_translation_shows_both_translations_and_each_tokens_probability(
 
 
 # -------------------------------------------------------------------------- controls redraw what they change, bad input
-def test_an_edited_or_empty_sentence_is_noticed_and_the_last_view_stays(page: Page, server: str):
-    open_app(page, server)
+def test_an_edited_or_empty_sentence_is_noticed_and_the_last_view_stays(kept: KeptPages, server: str):
+    page = opened(kept, server)
     # an edited sentence is marked out of date until it is run
     # (the model may translate the longer sentence the same way: the status's token count tells the run has come;
     # not its whole text, which holds Gradio's progress tracker while the run is pending)
@@ -170,8 +177,8 @@ def test_an_edited_or_empty_sentence_is_noticed_and_the_last_view_stays(page: Pa
     page.wait_for_function(f"() => !({NOTICE})('notice').trim()")
 
 
-def test_the_scale_slider_redraws_part_3_and_an_empty_live_sentence_keeps_it(page: Page, server: str):
-    open_app(page, server)
+def test_the_scale_slider_redraws_part_3_and_an_empty_live_sentence_keeps_it(kept: KeptPages, server: str):
+    page = opened(kept, server)
     select_tab(page, "Why 1/√d_k")
     page.wait_for_function(HAS_HEATMAP, arg="live-changed")
     page.wait_for_function(f"() => ({LIVE_TITLE})().includes('no scaling')")  # the slider starts at 1
