@@ -2,7 +2,8 @@
 click, the URL follows the view and "Copy link" copies it, hostile links run nothing, the first screen holds
 sentence, translation, overview and close-up with the chosen tile framed, presentation mode's text is large
 and of high contrast (measured in the page, light and dark), examples open their view, and the keyboard alone
-reaches every control and moves the close-up. The app and Chromium are tests/conftest.py's (one for the run).
+reaches every control and moves the close-up. The app and Chromium are tests/conftest.py's (one for the run); the
+tests that open the same URL take turns on one kept page (``kept``), each from the view the one before left.
 Screenshots are not tests: ``python -m bench.screenshots``.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from helpers.browser import assert_not_injected, is_dark, watched_page
+from helpers.browser import KeptPages, assert_not_injected, is_dark, watched_page
 from helpers.layout import assert_layout_without_overlaps
 from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
 from playwright.sync_api import Browser, Page
@@ -50,6 +51,14 @@ def open_view(page: Page, url: str, title_part: str = "") -> dict:
     page.wait_for_function(f"(part) => !!({VALUE})('translation') && ({TITLE})('detail').includes(part)",
                            arg=title_part)
     return page.evaluate(STATE)
+
+
+def opened(kept: KeptPages, url: str, title_part: str = "") -> tuple[Page, dict]:
+    """The module's kept page at 1280×720 opened on ``url`` (``open_view``, on a page load only: an earlier test may
+    have changed the view since), and the view it shows now."""
+    page = kept.open(url, WIDTH, HEIGHT, load=lambda p, u: open_view(p, u, title_part), accept_downloads=True,
+                     permissions=["clipboard-read", "clipboard-write"])
+    return page, page.evaluate(STATE)
 
 
 def link(server: str, **params) -> str:
@@ -120,8 +129,8 @@ def assert_presented(page: Page) -> None:
 TEXT = "A boy throws a red ball."  # 9 tokens: a small map, its weights printed in presentation mode
 
 
-def test_a_link_opens_its_view_with_no_click(page: Page, server: str):
-    state = open_view(page, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"),
+def test_a_link_opens_its_view_with_no_click(kept: KeptPages, server: str):
+    page, state = opened(kept, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"),
                       "layer 4 · head 6")
     assert state == {"text": TEXT, "kind": "decoder_self", "layer": "4", "head": "6", "present": False,
                      "colour": "row", "title": "Decoder self-attention (masked) · layer 4 · head 6", "tab": "attention"}
@@ -146,8 +155,9 @@ def change_every_control(page: Page) -> None:
                            f" && ({GD})('overview').layout.xaxis.tickfont.size === {projector.PRESENT_PX}")
 
 
-def test_the_url_follows_every_control_and_copy_link_copies_it(page: Page, server: str):
-    open_view(page, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"), "layer 4 · head 6")
+def test_the_url_follows_every_control_and_copy_link_copies_it(kept: KeptPages, server: str):
+    page, _ = opened(kept, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"),
+                     "layer 4 · head 6")
     change_every_control(page)
     wait_url(page, text=TEXT, kind="encoder_self", layer="2", head="0", colour="fixed", present="1", tab="attention")
     page.click("#copy-link")
@@ -156,9 +166,10 @@ def test_the_url_follows_every_control_and_copy_link_copies_it(page: Page, serve
     assert copied == page.url and url_params(copied)["tab"] == "attention"
 
 
-def test_presentation_mode_makes_the_maps_text_large_and_of_high_contrast(page: Page, server: str):
+def test_presentation_mode_makes_the_maps_text_large_and_of_high_contrast(kept: KeptPages, server: str):
     """Light here; dark in the next test, on a link's view."""
-    open_view(page, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"), "layer 4 · head 6")
+    page, _ = opened(kept, link(server, text=TEXT, kind="decoder_self", layer=4, head=6, colour="row"),
+                     "layer 4 · head 6")
     change_every_control(page)
     assert_presented(page)
 
@@ -311,22 +322,22 @@ def assert_an_example_opens_its_view(page: Page) -> None:
     page.wait_for_function(f"() => !({GUIDE_SHOWN})()")
 
 
-def test_at_1280x720_the_first_screen_holds_sentence_translation_and_both_maps(page: Page, server: str):
-    assert_first_screen(page, open_view(page, server))  # (light; presentation mode is measured in both themes)
+def test_at_1280x720_the_first_screen_holds_sentence_translation_and_both_maps(kept: KeptPages, server: str):
+    assert_first_screen(*opened(kept, server))  # (light; presentation mode is measured in both themes)
 
 
-def test_tab_alone_reaches_every_control(page: Page, server: str):
-    open_view(page, server)
+def test_tab_alone_reaches_every_control(kept: KeptPages, server: str):
+    page, _ = opened(kept, server)
     assert_tab_reaches_every_control(page)
 
 
-def test_an_example_opens_its_view_and_its_claim_holds(page: Page, server: str):
-    open_view(page, server)
+def test_an_example_opens_its_view_and_its_claim_holds(kept: KeptPages, server: str):
+    page, _ = opened(kept, server)
     assert_an_example_opens_its_view(page)
 
 
-def test_how_to_read_this_unfolds_on_the_attention_tab(page: Page, server: str):
-    open_view(page, server)
+def test_how_to_read_this_unfolds_on_the_attention_tab(kept: KeptPages, server: str):
+    page, _ = opened(kept, server)
     note = page.locator("#attention-tab .how-to-read")  # "How to read this" is folded on the Attention tab
     assert "Rows attend to columns" not in note.inner_text()
     note.get_by_text("How to read this").click()
@@ -334,11 +345,11 @@ def test_how_to_read_this_unfolds_on_the_attention_tab(page: Page, server: str):
     assert "predicts token" in note.inner_text()
 
 
-def test_arrow_keys_move_the_close_up(page: Page, server: str):
-    open_view(page, server)
+def test_arrow_keys_move_the_close_up(kept: KeptPages, server: str):
+    page, _ = opened(kept, server)
     assert_arrow_keys_move_the_close_up(page)
 
 
-def test_a_layout_without_overlaps_at_a_projectors_size(page: Page, server: str):
-    open_view(page, server)
+def test_a_layout_without_overlaps_at_a_projectors_size(kept: KeptPages, server: str):
+    page, _ = opened(kept, server)
     assert_layout_without_overlaps(page, WIDTH)
