@@ -1,6 +1,7 @@
 """Every tab on a phone (390×844), and the small things, in a real browser.
 
-Each tab is opened by its link (``?tab=…``) at 390×844 and measured as drawn (``helpers.layout.PHONE_PROBLEMS``):
+Each tab is opened at 390×844, on one kept page (``kept``): the first by its link (``?tab=…``), the next by a tap
+on its name; and measured as drawn (``helpers.layout.PHONE_PROBLEMS``):
 stacked, no figure text over other text or past its figure, no text of the page clipped, nothing wider than the
 screen, no blank half-screen. Then: every tab one tap away, plotly's toolbar over nothing, a dropdown's text clear
 of its arrow, "Copy link" leaving its row still, Head analysis's roles in words at a legible size, and the word-piece
@@ -11,7 +12,7 @@ tests/conftest.py's; every page fails its test on a console error or a request o
 from __future__ import annotations
 
 import pytest
-from helpers.browser import new_page, open_app
+from helpers.browser import KeptPages, new_page, open_app
 from helpers.layout import PHONE_PROBLEMS
 from helpers.scripts import FIGURES_STILL, GD, HAS_HEATMAP
 from playwright.sync_api import Browser, Page, expect
@@ -36,6 +37,21 @@ DRAWN = {
 def open_tab(page: Page, server: str, tab: str, query: str = "") -> None:
     """Open the app on ``tab`` by its link, until the tab is drawn and still."""
     page.goto(f"{server}?tab={tab}{query}")
+    wait_drawn(page, tab)
+
+
+def on_phone(kept: KeptPages, server: str, tab: str) -> Page:
+    """The module's kept phone page on ``tab``: opened by the tab's link on a page load, else by a tap on its name
+    (every tab name shows on a phone)."""
+    page = kept.open(server, *PHONE, load=lambda p, _: open_tab(p, server, tab))
+    if page.evaluate(f"() => document.querySelector(\"[role=tab][aria-selected=true]\")?.dataset.tabId !== '{tab}'"):
+        page.locator(f"[role=tab][data-tab-id='{tab}']").click()
+        wait_drawn(page, tab)
+    return page
+
+
+def wait_drawn(page: Page, tab: str) -> None:
+    """Until ``tab`` is the one selected, drawn and still."""
     page.wait_for_function(f"() => document.querySelector(\"[role=tab][data-tab-id='{tab}']\")"
                            "?.getAttribute('aria-selected') === 'true'")
     selectors, functions = DRAWN.get(tab, ((), ()))
@@ -67,21 +83,20 @@ def assert_roles_in_words(page: Page, least_px: int) -> None:
 
 # ------------------------------------------------------------------------------------------------ every tab on a phone
 @pytest.mark.parametrize("tab", list(DRAWN))
-def test_a_tab_on_a_phone_is_stacked_without_overlapping_or_cut_text_or_blank_screens(browser: Browser, server: str,
+def test_a_tab_on_a_phone_is_stacked_without_overlapping_or_cut_text_or_blank_screens(kept: KeptPages, server: str,
                                                                                       tab: str):
     """Inside a head was the worst: the score chart and the steps table side by side (the table squeezed to its
     first column, the page 8,200 px tall), panel labels printed over each other ("α · 12 × 1" over "α_j v_j"),
     titles cut at the right edge."""
-    with new_page(browser, *PHONE) as page:
-        open_tab(page, server, tab)
-        assert page.evaluate(PHONE_PROBLEMS) == []
-        if tab == "inside":  # the steps table: a card per step, its "what" column a readable width
-            what = page.evaluate("() => Math.min(...[...document.querySelectorAll('#in-steps td:nth-child(2)')]"
-                                 ".filter((td) => td.textContent.trim())"
-                                 ".map((td) => td.getBoundingClientRect().width))")
-            assert what > 250, what
-        if tab == "heads":  # its roles in words, 12 px or more, on a phone too
-            assert_roles_in_words(page, 12)
+    page = on_phone(kept, server, tab)
+    assert page.evaluate(PHONE_PROBLEMS) == []
+    if tab == "inside":  # the steps table: a card per step, its "what" column a readable width
+        what = page.evaluate("() => Math.min(...[...document.querySelectorAll('#in-steps td:nth-child(2)')]"
+                             ".filter((td) => td.textContent.trim())"
+                             ".map((td) => td.getBoundingClientRect().width))")
+        assert what > 250, what
+    if tab == "heads":  # its roles in words, 12 px or more, on a phone too
+        assert_roles_in_words(page, 12)
 
 
 def test_head_analysis_writes_its_roles_at_16_px_in_presentation_mode(browser: Browser, server: str):
