@@ -1,19 +1,17 @@
 """Head analysis in a real browser: the "Head analysis" tab — the statistics grid, a click on a cell that opens that
 head on the Attention tab, and a head ablation with its progress bar and its result.
 
-The app and the browser are tests/conftest.py's; each page fails its test on a console error or a request off
-loopback. The tab is shown at 1280×720 (a projector), dark; the suite's only ablation in a browser (it decodes the
-shipped 200-sentence sample). Screenshots are not tests: ``python -m bench.screenshots``.
+The app and the browser are tests/conftest.py's; the tests take turns on one kept page (``kept``), which fails a test
+on a console error or a request off loopback. The tab is shown at 1280×720 (a projector), dark; the suite's only
+ablation in a browser (it decodes the shipped 200-sentence sample). Screenshots are not tests:
+``python -m bench.screenshots``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from helpers.browser import is_dark, open_app, select_tab, wait_tab, watched_page
+from helpers.browser import KeptPages, is_dark, open_app, select_tab, wait_tab
 from helpers.scripts import GD, TITLE, VALUE
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from model.probes.ablation import load_ranking
 
@@ -21,12 +19,6 @@ GRID = "heads-grid"
 TRACE_KINDS = (f"() => {{ const gd = ({GD})('{GRID}'); "
                "return gd && gd.data ? gd.data.map(t => t.customdata[0][0][0]) : []; }")
 ABLATION = "() => document.querySelector('#ablation')?.textContent || ''"
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A page at 1280×720 (a projector)."""
-    yield from watched_page(browser, 1280, 720)
 
 
 def grid_kinds(page: Page) -> list[str]:
@@ -39,6 +31,14 @@ def open_tab(page: Page, url: str) -> None:
     page.wait_for_function(f"() => ({TRACE_KINDS})().length === 3")  # spread: a panel per kind
     for plot_id in ("rollout-enc-raw", "rollout-enc", "rollout-cross-raw", "rollout-cross"):
         page.wait_for_selector(f"#{plot_id} .js-plotly-plot .hm image")
+
+
+def on_tab(kept: KeptPages, server: str) -> Page:
+    """The module's kept page (1280×720, dark) on Head analysis: the tests take turns on it, each from the view the one
+    before left (the first on the view the tab opens with)."""
+    page = kept.open(server + "?__theme=dark", 1280, 720, load=open_tab)
+    select_tab(page, "Head analysis")
+    return page
 
 
 def cell_centre(page: Page, kind: str, layer: int, head: int) -> tuple[float, float]:
@@ -54,8 +54,8 @@ def cell_centre(page: Page, kind: str, layer: int, head: int) -> tuple[float, fl
     )
 
 
-def test_the_grid_shows_every_kinds_heads_with_their_roles_in_dark(page: Page, server: str):
-    open_tab(page, server + "?__theme=dark")
+def test_the_grid_shows_every_kinds_heads_with_their_roles_in_dark(kept: KeptPages, server: str):
+    page = on_tab(kept, server)
     assert is_dark(page)
     assert grid_kinds(page) == ["encoder_self", "decoder_self", "cross"]
     rules = page.inner_text("#heads-rules")
@@ -64,8 +64,8 @@ def test_the_grid_shows_every_kinds_heads_with_their_roles_in_dark(page: Page, s
     assert len(roles) == 3 * 6 * 8 and all(roles), roles[:10]
 
 
-def test_an_ablation_shows_its_progress_then_both_translations_the_maps_and_the_scores(page: Page, server: str):
-    open_tab(page, server + "?__theme=dark")
+def test_an_ablation_shows_its_progress_then_both_translations_the_maps_and_the_scores(kept: KeptPages, server: str):
+    page = on_tab(kept, server)
     # Heads to switch off: the shipped ranking's top five, and one more picked in the menu (a new set: nothing cached)
     translation = page.evaluate(VALUE, "translation")
     page.click("#heads-top")
@@ -96,8 +96,8 @@ def test_an_ablation_shows_its_progress_then_both_translations_the_maps_and_the_
     assert page.evaluate(f"() => ({GD})('ablated').layout.shapes.some(s => s.name === 'L1 H1 off')")
 
 
-def test_the_shipped_samples_statistics_and_a_self_attention_statistic_in_two_panels(page: Page, server: str):
-    open_tab(page, server + "?__theme=dark")
+def test_the_shipped_samples_statistics_and_a_self_attention_statistic_in_two_panels(kept: KeptPages, server: str):
+    page = on_tab(kept, server)
     page.locator("#heads-scope label:has(input[value='sample'])").click()  # the shipped sample, from its file
     page.wait_for_function("() => document.querySelector('#heads-rules').textContent.includes('200 sentences')")
     page.get_by_label("Colour shows").click()
@@ -108,8 +108,8 @@ def test_the_shipped_samples_statistics_and_a_self_attention_statistic_in_two_pa
     assert grid_kinds(page) == ["encoder_self", "decoder_self"] and asked == []
 
 
-def test_a_click_on_a_cell_opens_that_head_on_the_attention_tab(page: Page, server: str):
-    open_tab(page, server + "?__theme=dark")
+def test_a_click_on_a_cell_opens_that_head_on_the_attention_tab(kept: KeptPages, server: str):
+    page = on_tab(kept, server)
     page.locator(f"#{GRID}").scroll_into_view_if_needed()
     x, y = cell_centre(page, "decoder_self", 4, 6)
     page.mouse.click(x, y)
