@@ -4,7 +4,8 @@ The app is served in-process as ``app.launch`` serves it, with a 4 MB result cac
 /gradio_api/call without a session hash: each call is a new session, as a crawler's would be) each visualise
 a distinct sentence. Then: the cache holds at most its budget; the sessions hold keys, never maps or plots;
 the process grew by a few MB, not by the ~1 MB per session that keeping results per session costs; and a
-session whose result was evicted still gets its views (recomputed, identical).
+session whose result was evicted still gets its views (recomputed, identical); the queue keeps no record of past
+events.
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ def test_many_sessions_keep_keys_and_the_cache_stays_in_budget(served):
     assert all(not s.config_values for s in served.demo.state_holder.session_data.values())
     # 50 sessions: a few MB (measured ~2.5); keeping each session's result and plots cost ~1 MB per session
     assert growth < 25, f"the server grew by {growth:.0f} MB over {SESSIONS - 10} sessions"
+
+
+def test_the_queue_keeps_no_record_of_past_events(served):
+    """Gradio's queue recorded every event (up to 10,000) and summed them all up with pandas after each one, for a
+    monitoring dashboard the app leaves off (``viz.ui.patches.no_queue_analytics``): memory and time that grew with
+    the events served."""
+    queue = served.demo._queue
+    for i in range(12):
+        visualise(served, 700 + i)
+    assert len(queue.event_analytics) <= 1
+    assert queue.compute_analytics_summary(list(queue.event_analytics.values())) == {"functions": {}}
 
 
 def test_a_session_whose_result_was_evicted_gets_its_views_again(served):

@@ -74,6 +74,18 @@ def lean_sessions() -> None:
     state_holder.SessionState = LeanSessionState
 
 
+def no_queue_analytics(demo: gr.Blocks) -> None:
+    """The queue keeps no per-event analytics: they feed only Gradio's monitoring dashboard, which this app leaves off.
+
+    Gradio 6.31.0 records every event (up to ``GRADIO_ANALYTICS_MAX_EVENTS``, 10,000) and, after each one, builds a
+    pandas DataFrame of all those records to group and take percentiles of them: work that grows with the events
+    served, up to ~40% of the server's time answering a stream of short requests (measured with py-spy on the bad-value
+    probe, tests/helpers/bad_values.py). Call after ``demo.queue`` (which makes the queue)."""
+    queue = demo._queue
+    queue.ANALYTICS_MAX_EVENTS = 1  # the record of the event running, which the queue updates in place
+    queue.compute_analytics_summary = lambda records: queue.cached_event_analytics_summary
+
+
 def answer_every_value(demo: gr.Blocks) -> None:
     """Every value of every event, page-only ones included, answered with a message where it cannot be used
     (``viz.ui.values``): too few or too many values, and a value its component would never send.
