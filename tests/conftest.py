@@ -208,9 +208,13 @@ def serve(request, tmp_path_factory, _app_processes) -> Callable[..., Served]:
 
 # ------------------------------------------------------------------------------------------------ browser tests
 def pytest_collection_modifyitems(items):
+    """Marks the browser tests, and runs their files first: each is long (15–60 s), and tests/run.sh hands the files
+    to its two workers in this order (pytest-xdist's ``--no-loadscope-reorder``), so that the short files come last
+    and fill the gaps, rather than one long file running alone at the end while the other worker waits."""
     for item in items:
         if item.path.name.startswith("test_browser"):
             item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: not item.path.name.startswith("test_browser"))  # (stable: file order kept)
 
 
 @pytest.fixture(scope="module")

@@ -15,4 +15,4 @@ fi
 "$VENV/bin/ruff" check .
 # Two workers (pytest-xdist), one test file each at a time: the browser tests wait on Chromium and the app while the
 # other worker computes. On a quiet 2-core machine: 7 min 44 s with two workers, 8 min 31 s with three (-n 3).
-"$VENV/bin/python" -m pytest -q -n 2 --dist loadfile tests "$@"
+"$VENV/bin/python" -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests "$@"
