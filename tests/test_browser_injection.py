@@ -22,9 +22,11 @@ FOUND = """() => ({
         .length,
     inPopups: document.querySelectorAll('[data-testid="toast-body"] :is(a, img, b, script)').length,
 })"""
-# A step that starts anything starts it within a frame or two; one that starts nothing (a menu's box) costs this
-# wait. Should a request start later on a busy machine, the next step's wait and the last check still see its answer.
-START_S = 1.0
+# A step that starts anything starts it within a frame or two; one that starts nothing (a menu's box: 13 of the 20
+# steps) costs this wait, and each step the quiet window after it. Should a request start later on a busy machine,
+# or a chained one after a gap, the next step's wait and the last check still see its answer.
+START_S = 0.4
+QUIET_S = 0.3
 SETTLE_S = 300  # generous: a 100-token sentence's views, on a busy machine
 POPUPS = "() => [...document.querySelectorAll('[data-testid=\"toast-body\"]')].map((t) => t.textContent)"
 # Components waiting for an answer: Gradio 6.31.0 writes a progress text (or an ETA bar) into each until it comes
@@ -51,7 +53,7 @@ class Traffic:
 
     def settle(self, page: Page, since: int) -> None:
         """Until what a step started (if it starts anything within ``START_S``) is done: every request to join the
-        queue answered and no component waiting for its answer, for half a second — or, on a busy machine, not yet
+        queue answered and no component waiting for its answer, for ``QUIET_S`` — or, on a busy machine, not yet
         after ``SETTLE_S`` (then the step's answers are late, not missing: what this test checks is what the page shows
         once they come, and the next step's wait and the last check see them)."""
         deadline = time.monotonic() + START_S
@@ -63,7 +65,7 @@ class Traffic:
                 quiet = None
             elif quiet is None:
                 quiet = time.monotonic()
-            elif time.monotonic() - quiet >= 0.5:
+            elif time.monotonic() - quiet >= QUIET_S:
                 return
             page.wait_for_timeout(100)
 
