@@ -90,6 +90,7 @@ def test_the_page_and_the_hover_say_which_token_a_decoder_row_predicts(kept: Kep
     assert f"this row predicts: {rows[2]}" in text, (rows, text)
     choose_kind(page, "Encoder self-attention")
     page.wait_for_function("() => !document.querySelector('#shift-note').textContent.trim()")
+    page.wait_for_function(f"() => ({GD})('detail').layout.title.text.startsWith('Encoder self-attention')")
 
 
 def test_exported_figures_carry_their_context_and_a_white_background(kept: KeptPages, server: str):
