@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from helpers.browser import KeptPages, assert_not_injected, is_dark, watched_page
+from helpers.browser import KeptPages, assert_not_injected, is_dark, wait_idle, watched_page
 from helpers.layout import assert_layout_without_overlaps
 from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
 from playwright.sync_api import Browser, Page
@@ -320,6 +320,7 @@ def assert_an_example_opens_its_view(page: Page) -> None:
     assert row == column
     page.click("#run")
     page.wait_for_function(f"() => !({GUIDE_SHOWN})()")
+    wait_idle(page)  # its views drawn again (the next test takes turns on this page)
 
 
 def test_at_1280x720_the_first_screen_holds_sentence_translation_and_both_maps(kept: KeptPages, server: str):

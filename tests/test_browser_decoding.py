@@ -160,6 +160,7 @@ def test_predict_then_reveal_hides_the_next_token_until_reveal(kept: KeptPages, 
     wait_status(page, f"Step 4 of {n_steps}[\\s\\S]*Next token: hidden")
     page.wait_for_function(f"() => ({N_BARS})('decode-top5') === 0")
     page.get_by_label("Predict, then reveal").uncheck()
+    wait_status(page, r"Next token: (?!hidden)\S")
 
 
 def test_on_a_phone_a_new_sentence_is_taken_over_when_the_tab_opens_again(kept: KeptPages, server: str):

@@ -137,6 +137,12 @@ def open_app(page: Page, url: str) -> None:
     page.wait_for_function(f"() => !!({VALUE})('translation')")
 
 
+def wait_idle(page: Page) -> None:
+    """Until no component of the page waits for an answer (Gradio 6.31.0 writes a progress text, or an ETA bar, into
+    each until it comes): a test on a kept page ends so, where its last action's answer may still be on its way."""
+    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar')")
+
+
 def value(page: Page, elem_id: str) -> str:
     return page.evaluate(VALUE, elem_id)
 
