@@ -324,3 +324,51 @@ def test_a_new_query_is_drawn_in_the_figures_shown_as_the_model_computes_it(page
             assert shown["margins"] == sent["margins"], (name, shown["margins"], sent["margins"])
             assert shown["texts"] == sent["texts"], name
 
+
+
+# Every fetch the page sends from now on, with its time (Gradio's client sends each call with fetch: .../queue/join),
+# and the time each panel was last drawn after the next pointerdown
+WATCH_REQUESTS = """(ids) => {
+  window.sent = [];
+  window.drawnAt = {};
+  const fetch = window.fetch;
+  window.fetch = (...args) => {
+    window.sent.push([performance.now(), String(args[0] && args[0].url || args[0])]);
+    return fetch(...args);
+  };
+  document.addEventListener('pointerdown', () => { window.clickedAt = performance.now(); }, {capture: true});
+  document.addEventListener('attn-drawn', (ev) => {
+    const id = ids.find((i) => ev.target.closest && ev.target.closest(`#${i}`));
+    if (id && window.clickedAt !== undefined && !(id in window.drawnAt)) window.drawnAt[id] = performance.now();
+  });
+}"""
+
+
+def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: Page, server: str):
+    """Once the view is drawn the page holds every query's panels of the head shown (#in-held): a click on another
+    query draws all six before any call is sent; the call then brings the texts, and its figures are those drawn."""
+    open_app(page, server)
+    select_tab(page, "Inside a head")
+    drawn(page, *PANELS)
+    page.wait_for_function("() => (document.querySelector('#in-held textarea')?.value || '').length > 0")
+    n = page.locator("#in-query input[type=radio]").count()
+    shown = int(page.locator("#in-query input[type=radio]:checked").get_attribute("value"))
+    query = (shown + 1) % n
+    page.evaluate(WATCH_REQUESTS, list(PANELS))
+    choose(page, "in-query", query)
+    page.wait_for_function("(ids) => ids.every((id) => id in window.drawnAt)", arg=list(PANELS))
+    steps_show(page, f", query {query} ")  # the call's answer: the steps
+    times = page.evaluate("() => ({clicked: window.clickedAt, drawn: Object.values(window.drawnAt), "
+                          "sent: window.sent})")
+    calls = [t for t, url in times["sent"] if "/queue/join" in url and t >= times["clicked"]]
+    assert calls, times["sent"]  # the call for the texts was sent
+    assert max(times["drawn"]) <= min(calls), times  # every panel drawn before it
+    page.evaluate(still("#in-one-query .js-plotly-plot"))
+    panels = page.evaluate(SHOWN_AND_SENT, list(PANELS))
+    for name in PLOT_LABELS:  # what was drawn from what the page holds is what the call sent
+        shown_panel, sent = panels[f"in-{name}"]["shown"], panels[f"in-{name}"]["sent"]
+        assert shown_panel["annotations"] == sent["annotations"], name
+        assert f"query {query} " in " ".join(shown_panel["annotations"]) or name == "figure2", name
+        for drawn_trace, trace in zip(shown_panel["data"], sent["data"], strict=True):
+            for key in ("x", "y", "z", "name"):
+                assert same(drawn_trace[key], trace[key]), (name, key)

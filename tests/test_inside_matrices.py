@@ -12,6 +12,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from helpers.plotly import apply_changes
 from test_inside_head import NASTY, SOURCE, TARGET, forward_truth, sublayer_owner
 
 from model.network.inference import ASSETS, Translator
@@ -287,3 +288,37 @@ def test_the_footnote4_figure_always_shows_three_series(translator):
         series = figs_inside.footnote4_spec(hi)["data"]
         assert len(series) == 3 and len({t["marker"]["color"] for t in series}) == 3
         assert ("factor: × 0.5" if factor else "scaled twice: × 1/d_k") in series[2]["name"]
+
+
+def test_the_page_holds_every_querys_figures_of_the_head_shown(translator, monkeypatch):
+    """``held_queries``: every query's six figures, each exactly what a new query's answer sends (``show_query``), as
+    changes from query 0's, with the choices they were computed for; nothing in the whole-matrix view, beyond
+    HELD_QUERIES query tokens, or for choices the view refuses."""
+    result = translator.attention(SOURCE)
+
+    def inside(*args):
+        return inside_head(translator, prepare(translator, SOURCE), None, *args[1:])
+
+    def matrices(*args):
+        return head_matrices(translator, prepare(translator, SOURCE), None, *args[1:])
+
+    for kind, factor in (("cross", "0.5"), ("decoder_self", "")):
+        held = json.loads(mv.held_queries(inside, translator.cfg, result, "query", kind, 2, 1, 0, factor))
+        n = len(result.tokens(kind)[0])
+        assert held["view"] == ["query", kind, 2, 1, factor] and held["queries"] == n == len(held["changes"])
+        assert held["changes"][0] == []
+        for query in range(n):
+            sent = json.loads(mv.show_query(inside, matrices, translator.cfg, result, "query", kind, 2, 1, query,
+                                            factor)[-1])["figures"]
+            assert apply_changes(held["base"], held["changes"][query]) == sent, (kind, query)
+        sizes = [len(json.dumps(c)) for c in held["changes"][1:]]
+        assert max(sizes) < len(json.dumps(held["base"])) / 2  # only what differs from query 0 is sent
+    assert mv.held_queries(inside, translator.cfg, result, "matrix", "cross", 2, 1, 0, "") == ""
+    for bad, message in ((dict(layer=99), "layer must be between"), (dict(factor_text="x"), "scale factor must be a"),
+                         (dict(factor_text=12), "scale factor is the text of its box"), (dict(query=99), "query must")):
+        choices = dict(mode="query", kind="cross", layer=2, head=1, query=0, factor_text="") | bad
+        with pytest.raises(ValueError, match=message):  # as the view's own call answers them
+            mv.held_queries(inside, translator.cfg, result, **choices)
+    assert mv.held_queries(inside, translator.cfg, None, "query", "cross", 2, 1, 0, "") == ""
+    monkeypatch.setattr(mv, "HELD_QUERIES", len(result.tokens("cross")[0]) - 1)
+    assert mv.held_queries(inside, translator.cfg, result, "query", "cross", 2, 1, 0, "") == ""

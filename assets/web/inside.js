@@ -4,14 +4,21 @@
    page.queryRows have the queries as rows) sends "row,time" to page.matrixRowClick: the one-query view opens on it.
    A new figure's element is hooked anew.
 
-   A new query (the server's show_query): its figures come as JSON in a hidden textbox, not as six new Plot values
-   (Gradio would draw each from scratch in a new element, twice over: plotly grows the margins and draws again).
-   window.attnInsideQuery draws each in the figure in its place (page.insidePlots), with only what changed
-   (Plotly.update: the data, titles and sizes that differ), and tells the page it is drawn ('attn-drawn', as draw.js
-   does). In presentation mode, or where the figure differs in its traces, it is drawn anew (Plotly.react). The
-   Plot keeps its value: should Gradio draw that value again (its element made anew), the figure drawn in its place
-   is drawn instead (draw.js's drawHooks); a new value of its own replaces it. */
-(page, {send, eachPlot, plotOf, drawHooks}) => {
+   A new query: once a view is drawn, the server sends every query's figures of the head shown (viz.views.
+   inside_matrices.held_queries: query 0's and each one's changes from it, up to HELD_QUERIES query tokens) into a
+   hidden textbox, held here (window.attnInsideHold). A click on another query draws its figures from them before its
+   call is sent (window.attnInsideHeld, the query's js: no round trip) when they are for the view the call names. The
+   call (show_query) still answers with the texts, and with the figures as JSON in a hidden textbox
+   (window.attnInsideQuery): what equals the figure shown is not drawn again; without held figures (a long sentence,
+   a view just changed) they are drawn from there. Either way, not as six new Plot values (Gradio would draw each from
+   scratch in a new element, twice over: plotly grows the margins and draws again): each is drawn in the figure in
+   its place (page.insidePlots), with only what changed (Plotly.update: the data, titles and sizes that differ), and
+   tells the page it is drawn ('attn-drawn', as draw.js does). In presentation mode, or where the figure differs in
+   its traces, it is drawn anew (Plotly.react). The Plot keeps its value: should Gradio draw that value again (its
+   element made anew), the figure drawn in its place is drawn instead (draw.js's drawHooks); a new value of its own
+   replaces it. The Why tab's run draws its figures the same way (shared.drawInPlace, page.livePlots: live.js). */
+(page, shared) => {
+  const {send, eachPlot, plotOf, drawHooks, applyChanges} = shared;
   const onRow = (id, box, wanted) => eachPlot(id, (gd) => {
     gd.on('plotly_click', (ev) => {
       const p = ev.points && ev.points.find((q) => q.data && q.data.type === 'heatmap' && wanted(q.data));
@@ -21,11 +28,13 @@
   onRow(page.detail, page.rowClick, () => true);
   for (const id of page.matrixPlots) onRow(id, page.matrixRowClick, (data) => data.meta === page.queryRows);
 
-  // The figure as Gradio's Plot draws it (its Plot sets these before drawing)
-  const asPlotDraws = ({data, layout, config}) => ({
-    data, config: {...(config || {}), responsive: true},
-    layout: {...layout, autosize: true, margin: {...(layout.margin || {}), autoexpand: true}},
-  });
+  // The figure as Gradio's Plot draws it (its Plot sets these before drawing; a figure with a title gets a top margin
+  // of 100 px or more under the Plot's label, as every Plot here shows its label)
+  const asPlotDraws = ({data, layout, config}) => {
+    const margin = {...(layout.margin || {}), autoexpand: true};
+    if (layout.title) margin.t = Math.max(100, margin.t || 0);
+    return {data, config: {...(config || {}), responsive: true}, layout: {...layout, autosize: true, margin}};
+  };
   const nameOf = (config) => ((config || {}).toImageButtonOptions || {}).filename;
   const held = new Map();  // a Plot's id -> {from: the name of the Plot's own figure, figure: the one drawn over it}
   // a Plot's id -> its figure as sent, as JSON (plotly writes into the data and layout it draws: axis ranges, arrays)
@@ -59,28 +68,47 @@
     return [traces, layout];
   };
   const drawn = (gd) => gd.dispatchEvent(new CustomEvent('attn-drawn', {bubbles: true}));
+  // Each figure (by its Plot's id) drawn in the figure shown, only what changed; resolves once all are drawn. A
+  // figure equal to the one shown (drawn from what the page holds, then sent by the server) is not drawn again.
+  const drawFigures = (figures) => Promise.all(Object.entries(figures).map(([id, sent]) => {
+    const gd = plotOf(id);
+    if (!gd || !gd.attnSent) return null;  // not drawn yet: its Plot's own figure comes
+    const next = asPlotDraws(sent);
+    const from = held.has(id) ? held.get(id).from : nameOf(gd.attnSentConfig);
+    held.set(id, {from, figure: next});
+    const shown = sentText.get(id), nextText = JSON.stringify({data: next.data, layout: next.layout});
+    sentText.set(id, nextText);
+    if (shown === nextText) return drawn(gd);
+    const changes = !gd.attnPresent && shown && update(JSON.parse(shown), next);
+    if (!changes) return window.Plotly.react(gd, next.data, next.layout, next.config);  // (draw.js tells the page)
+    Object.assign(gd, {attnSent: next.layout, attnSentData: next.data, attnSentConfig: next.config});
+    return window.Plotly.update(gd, ...changes).then(() => drawn(gd));
+  }));
+  shared.drawInPlace = drawFigures;  // (the Why tab's run too: live.js)
   window.attnInsideQuery = (text) => {
-    if (!text) return;
-    const {figures} = JSON.parse(text);
-    for (const [id, sent] of Object.entries(figures)) {
-      const gd = plotOf(id);
-      if (!gd || !gd.attnSent) continue;  // not drawn yet: its Plot's own figure comes
-      const next = asPlotDraws(sent);
-      const from = held.has(id) ? held.get(id).from : nameOf(gd.attnSentConfig);
-      held.set(id, {from, figure: next});
-      const shown = sentText.get(id);
-      sentText.set(id, JSON.stringify({data: next.data, layout: next.layout}));
-      const changes = !gd.attnPresent && shown && update(JSON.parse(shown), next);
-      if (!changes) {
-        window.Plotly.react(gd, next.data, next.layout, next.config);  // (draw.js tells the page)
-        continue;
+    if (text) drawFigures(JSON.parse(text).figures);
+  };
+  // Every query's figures of the head shown (viz.views.inside_matrices.held_queries), held once the view is drawn:
+  // a new query is drawn from them (the query's js, window.attnInsideHeld) before its call is sent, when they are
+  // for the view the call names (view, kind, layer, head, factor); the call's answer brings the texts.
+  let holding = null;
+  window.attnInsideHold = (text) => {
+    holding = text ? JSON.parse(text) : null;
+  };
+  window.attnInsideHeld = async (...inputs) => {
+    const [, mode, kind, layer, head, query, factor] = inputs, h = holding, q = Number(query);
+    if (h && Number.isInteger(q) && q >= 0 && q < h.queries
+        && JSON.stringify(h.view) === JSON.stringify([mode, kind, layer, head, factor])) {
+      try {
+        await drawFigures(applyChanges(h.base, h.changes[q]));
+      } catch (err) {
+        console.warn('Inside a head: a held query not drawn', err);  // the call's answer draws it
       }
-      Object.assign(gd, {attnSent: next.layout, attnSentData: next.data, attnSentConfig: next.config});
-      window.Plotly.update(gd, ...changes).then(() => drawn(gd));
     }
+    return inputs;
   };
   drawHooks.push((gd, data, layout, config) => {
-    const id = page.insidePlots.find((plot) => gd.closest(`#${plot}`));
+    const id = [...page.insidePlots, ...page.livePlots].find((plot) => gd.closest(`#${plot}`));
     if (!id) return null;
     const kept = held.get(id);
     if (kept && config === kept.figure.config) return null;  // the figure drawn over it, again (presentation mode)

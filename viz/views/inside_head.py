@@ -87,8 +87,11 @@ def check_factor(value) -> float | None:
 
 
 def factor_from_text(text) -> float | None:
-    """The tab's factor box: empty = the model's own 1/√d_k, else a number ("0.125", "1")."""
-    text = "" if text is None else str(text).strip()
+    """The tab's factor box: empty = the model's own 1/√d_k, else a number written as text ("0.125", "1")."""
+    if text is not None and not isinstance(text, str):  # a text box sends text: a JSON number is a caller's slip
+        raise ValueError(f"The scale factor is the text of its box, such as \"1\" (unscaled) or \"0.125\"; got "
+                         f"{type(text).__name__} {str(text)[:40]}.")
+    text = "" if text is None else text.strip()
     if not text:
         return None
     try:

@@ -33,7 +33,7 @@ from viz.views.inside_head import (
     row_from_click,
     take_over,
 )
-from viz.views.outputs import SKIP, Figure, Update, finish_figure, open_tab, skipped
+from viz.views.outputs import SKIP, Figure, Update, changes, finish_figure, open_tab, skipped
 from viz.vocab import KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
@@ -137,11 +137,17 @@ def show(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: A
     return (*one, *many, Update(visible=mode == QUERY), Update(visible=mode == MATRIX))
 
 
+def query_figures(view: tuple) -> dict[str, Figure]:
+    """The one-query view's figures (``InsideHeadView``'s) by their Plot's element id, "in-<field>"."""
+    return {f"in-{field}": figure for field, figure in zip(InsideHeadView._fields, view, strict=True)
+            if isinstance(figure, Figure)}
+
+
 def query_frames(view: tuple) -> str:
-    """The one-query view's figures (``InsideHeadView``'s, by their Plot's element id, "in-<field>") as JSON, for the
-    page to draw in the figures it shows (assets/web/inside.js): a new query redraws only what changed."""
-    figures = {f"in-{field}": figure for field, figure in zip(InsideHeadView._fields, view, strict=True)
-               if isinstance(figure, Figure)}
+    """The one-query view's figures (``query_figures``) as JSON, for the page to draw in the figures it shows
+    (assets/web/inside.js): a new query redraws only what changed, and nothing where the page already drew these
+    figures from what it holds (``held_queries``)."""
+    figures = query_figures(view)
     # (each answer its own: the page draws every one, the same figures again too, after other views in between)
     return json.dumps({"figures": figures, "answer": time.monotonic_ns()}, separators=(",", ":"), ensure_ascii=False)
 
@@ -150,13 +156,48 @@ def show_query(inside: Callable, matrices: Matrices, cfg: TransformerConfig, res
                kind, layer, head, query, factor_text="") -> tuple:
     """A new query: ``show``'s outputs and the one-query figures as ``query_frames`` (last). In the one-query view the
     figures go only there, for the page to draw in place, and the Plots keep their values; in the whole-matrix view,
-    as ``show``."""
+    as ``show``. Where the page holds every query's panels (``held_queries``) it drew them before sending this call:
+    the texts (the steps, footnote 4) come from here, and the figures, equal to those drawn, are not drawn again."""
     out = show(inside, matrices, cfg, result, mode, kind, layer, head, query, factor_text)
     if check_mode(mode) != QUERY:
         return (*out, SKIP)
     one = out[:N_QUERY_OUTPUTS]
     texts = [value if isinstance(value, str) else SKIP for value in one]
     return (*texts, *skipped(N_MATRIX_OUTPUTS), SKIP, SKIP, query_frames(one))
+
+
+# A click on another query draws from what the page holds, with no round trip (assets/web/inside.js): once the view is
+# drawn, a follow-up call (``held_queries``) sends every query's panels of the head shown. Bounded at HELD_QUERIES
+# query tokens: a query's six panels are ~65 KB of JSON, ~14 KB of it what differs from query 0's (the query's own
+# vectors, bars, weights and titles; K and V are the same), so the page holds ~70 KB + ~14 KB a query: ~500 KB at 32,
+# sent once per head, never before the head's own view. A Multi30k caption has ~13 tokens a side and nearly every one
+# fewer than 32; beyond it, a new query is a round trip (``show_query``) as before.
+HELD_QUERIES = 32
+
+
+def held_queries(inside: Callable, cfg: TransformerConfig, result: AttentionResult | None, mode, kind, layer, head,
+                 query=None, factor_text="") -> str:
+    """Every query's one-query panels of the head shown, for the page to draw a new query without asking
+    (assets/web/inside.js): JSON ``{"view": the choices as received (view, kind, layer, head, factor), "queries": how
+    many, "base": query 0's figures by element id, "changes": each query's as its ``changes`` from the base}``; ""
+    (nothing held: a new query asks the server) in the whole-matrix view or beyond ``HELD_QUERIES`` query tokens.
+    The page calls it only after the view's own call succeeded; a call with choices no view takes gets their
+    message (a ValueError), as that call would. ``query`` (the one shown) is checked, not needed: every one is sent."""
+    if result is None:
+        return ""
+    mode = check_mode(mode)
+    checked_kind, checked_layer, checked_head = check_view(cfg, kind, layer, head)
+    factor = factor_from_text(factor_text)
+    n = len(result.tokens(checked_kind)[0])
+    if query is not None:
+        check_query(query, result.tokens(checked_kind)[0])
+    if mode != QUERY or n > HELD_QUERIES:
+        return ""
+    figures = [query_figures(inside_head_view(inside(result, checked_kind, checked_layer, checked_head, q, factor)))
+               for q in range(n)]
+    return json.dumps({"view": [mode, kind, layer, head, factor_text], "queries": n, "base": figures[0],
+                       "changes": [changes(figures[0], figure) for figure in figures]},
+                      separators=(",", ":"), ensure_ascii=False)
 
 
 def seen_key(result: AttentionResult, kind, layer, head) -> str:

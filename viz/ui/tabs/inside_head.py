@@ -67,30 +67,39 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             matrix_steps = gr.Markdown(elem_id="in-matrix-steps")
         matrix_row = click_box(PAGE["matrixRowClick"])  # a click on a row of a whole-matrix figure
         frames = gr.Textbox(visible="hidden", elem_id="in-frames")  # a new query's figures (show_query)
+        held = gr.Textbox(visible="hidden", elem_id="in-held")  # every query's figures of the head shown
         seen = gr.State(None)  # the Attention tab's view when this tab last opened (viz.views.inside_matrices)
     shown = [steps, footnote4_text, scores, figure2, projections, head_output, footnote4, contributions,  # their order
              matrix_head, m_projections, *stages, m_output, matrix_steps, one_query, whole]
     draw = {"fn": listener(matrix_view.show, runs.inside_head, runs.inside_matrices, cfg),
             "inputs": [page.result, mode, kind, layer, head, query, factor], "outputs": shown, "preprocess": False,
             **PRIVATE}
+    # once a view is drawn, every query's panels of its head (held_queries): a new query is then drawn by the page alone
+    hold = {"fn": listener(matrix_view.held_queries, runs.inside_head, cfg), "inputs": draw["inputs"],
+            "outputs": held, "preprocess": False, "show_progress": "hidden", **PRIVATE}
     taken, chosen = [view.kind, view.layer, view.head], [kind, layer, head, query]  # the Attention tab's; this tab's
+    tab.select(None, None, None, js=in_browser("insideHold", ""))  # nothing held (the sentence may have changed)
     tab.select(listener(matrix_view.opening, cfg, runs.footnote4_pick), [page.result, seen, *taken],
-               [*chosen, seen, note], **PRIVATE).then(**draw)
+               [*chosen, seen, note], **PRIVATE).then(**draw).success(**hold)
     # the tab opened by the page draws (tab.select) with the query set here
     clicked = view.row_click.change(listener(matrix_view.close_up_row, cfg), [view.row_click, page.result, *taken],
                                     [*chosen, page.tabs, seen], **PRIVATE)
     clicked.then(listener(inside_view.mean_note, cfg.n_heads), [view.layer, view.head, head], note, **PRIVATE)
     # the note goes with the tab's own choices (and with a new view when the tab opens: ``opening``)
     gr.on([kind.input, layer.release, head.input, query.input], None, None, note, js=in_browser("show", ""))
-    kind.input(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(**draw)
-    gr.on([layer.release, head.input, factor.submit, mode.input], **draw)
-    # a new query: its figures drawn in those shown, only what changed (assets/web/inside.js), not six new Plots
+    kind.input(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(
+        **draw).success(**hold)
+    gr.on([layer.release, head.input, factor.submit, mode.input], **draw).success(**hold)
+    # a new query: drawn first from the panels the page holds, if it holds them for the view shown (the js, before the
+    # call is sent); the call's texts, and its figures drawn in those shown, only what changed (assets/web/inside.js)
     query.input(listener(matrix_view.show_query, runs.inside_head, runs.inside_matrices, cfg), draw["inputs"],
-                [*shown, frames], preprocess=False, show_progress="hidden", **PRIVATE)
+                [*shown, frames], js=in_browser("insideHeld"), preprocess=False, show_progress="hidden", **PRIVATE)
+    held.change(None, held, None, js=in_browser("insideHold"))
     frames.change(None, frames, None, js=in_browser("insideQuery"))
     matrix_row.change(listener(matrix_view.row_opened), [page.result, kind, matrix_row], [mode, query],
-                      **PRIVATE).then(**draw)
-    take.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(**draw)
+                      **PRIVATE).then(**draw).success(**hold)
+    take.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(
+        **draw).success(**hold)
     to_why.click(lambda: gr.Tabs(selected="scaling"), None, page.tabs, show_progress_on=to_why, **PRIVATE)
     to_inside.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(
         lambda: gr.Tabs(selected="inside"), None, page.tabs, show_progress_on=factor, **PRIVATE)
