@@ -9,10 +9,11 @@ the echo is clicked. The interactions:
 
 * Decoding: a step (Next ▶, then ◀ Previous: drawn in the page from every step's view it holds, no round trip), its
   Reveal (predict, then reveal; no round trip either) and a head (a round trip: every step's view for that head);
-* Inside a head: a new query (a round trip: the head computed for it; every panel drawn in the figure shown, only
-  what changed: ``assets/web/inside.js``);
+* Inside a head: a new query (no round trip: drawn from every query's panels of the head, which the page holds once
+  the view is drawn; every panel drawn in the figure shown, only what changed: ``assets/web/inside.js``);
 * Head analysis: a statistic from its menu (a round trip: the grid drawn);
-* Why 1/√d_k: a run of the trained model with the scale factor replaced, a sentence never sent before each time.
+* Why 1/√d_k: a run of the trained model with the scale factor replaced, a sentence never sent before each time (a
+  round trip: the two greedy decodes as one batch, the figures drawn in those shown: ``assets/web/live.js``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -12,6 +13,8 @@ import torch
 
 from model.probes import scaling as S
 from viz import scaling as V
+from viz.views import scaling as views
+from viz.views.outputs import finish_figure
 
 torch.set_num_threads(1)
 
@@ -259,3 +262,32 @@ def test_number_formatting():
 def test_layering(module, forbidden):
     code = f"import sys, {module}; bad = [m for m in {forbidden!r} if m in sys.modules]; assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=S.__file__.rsplit("/model/", 1)[0])
+
+
+def test_the_entropy_figure_is_the_one_built_anew():
+    """viz.views.scaling.entropy_figure (a figure built once per shape and labels, the numbers written in) gives the
+    figure viz.scaling builds for the same numbers, for the app's shape and others, NaN and all."""
+    rng = np.random.default_rng(0)
+    for shape, labels in (((6, 8), ("× 1/√d_k = 0.204", "changed: × 1 (no scaling)")), ((2, 3), ("a", "b")),
+                          ((6, 8), ("× 1/√d_k = 0.204", "changed: × 0.5 = × 1/√4"))):
+        for _ in range(3):
+            a, b = rng.random(shape) * 3, rng.random(shape).astype(np.float32) * 2
+            a[0, 0] = np.nan
+            built = finish_figure(V.entropy_comparison_figure(a, b, labels), "entropy_per_head")
+            assert json.loads(json.dumps(views.entropy_figure(a, b, labels))) == json.loads(json.dumps(built))
+    with pytest.raises(ValueError, match="expected two"):
+        views.entropy_figure(np.zeros((6, 8)), np.zeros((6, 7)), ("a", "b"))
+
+
+def test_a_runs_figures_go_to_the_page_as_json_by_plot_id():
+    """viz.views.scaling.live_frames: live_view's three figures as JSON by their Plot's id (the page draws them in the
+    figures shown), the Markdown as it is; each answer its own (the page draws every one)."""
+    figs = tuple(finish_figure(V.entropy_comparison_figure(np.full((2, 3), i), np.zeros((2, 3))), f"f{i}")
+                 for i in range(3))
+    frames, summary = views.live_frames((*figs, "**Translation with** …"))
+    assert summary == "**Translation with** …"
+    sent = json.loads(frames)
+    assert list(sent["figures"]) == list(views.LIVE_PLOTS) == ["live-normal", "live-changed", "live-entropy"]
+    for plot_id, fig in zip(views.LIVE_PLOTS, figs, strict=True):
+        assert sent["figures"][plot_id] == json.loads(json.dumps(fig))
+    assert json.loads(views.live_frames((*figs, ""))[0])["answer"] != sent["answer"]

@@ -89,10 +89,11 @@ def greedy_decode(
 
 @torch.inference_mode()
 def greedy_rows(
-    model: EncoderDecoder, memory: Tensor, src_mask: Tensor, limits: list[int], scale: float | None = None
+    model: EncoderDecoder, memory: Tensor, src_mask: Tensor, limits: list[int], scale: float | Tensor | None = None
 ) -> tuple[list[list[int]], list[int], AttentionMaps]:
     """Greedy decoding as ``greedy_decode`` does it, from an encoded padded batch, but row i stops at its own EOS or
-    after ``limits[i]`` steps, and a finished row leaves the batch (its later steps would be thrown away).
+    after ``limits[i]`` steps, and a finished row leaves the batch (its later steps would be thrown away); ``scale``
+    may be one per row (``row_scales``), which leaves with its row.
     -> (output ids per row, steps per row, maps (B, H, T, T) / (B, H, T, S), zero after a row's last step)."""
     cfg, b, dev = model.cfg, memory.size(0), memory.device
     limit = torch.tensor(limits, device=dev)
@@ -116,6 +117,8 @@ def greedy_rows(
             keep = going.nonzero()[:, 0]
             rows, token = rows[keep], token[keep]
             memory, src_mask = memory[keep], src_mask[keep]
+            if isinstance(scale, Tensor):  # a scale per row (model.network.transformer.row_scales)
+                scale = scale[keep]
             state.reorder(keep)
     t = len(steps)
     maps = AttentionMaps()

@@ -23,7 +23,7 @@ import torch
 from model.network.checkpoint import check_servable, load_config, load_model, load_tokenizer, transpose_matrices
 from model.network.decode import beam_search, greedy_decode, greedy_rows, max_output_length, padded
 from model.network.heads import check_head_mask
-from model.network.transformer import AttentionMaps
+from model.network.transformer import AttentionMaps, row_scales
 from model.terms import BOS_PIECE, EOS_PIECE, KINDS, MAX_TOKENS
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "model"
@@ -290,9 +290,12 @@ class Translator:
         )
 
     @torch.inference_mode()
-    def attention_batch(self, rows: Sequence[Encoded], scale: float | None = None) -> list[AttentionResult]:
+    def attention_batch(self, rows: Sequence[Encoded], scale: float | Sequence[float | None] | None = None
+                        ) -> list[AttentionResult]:
         """``attention`` for many sentences at once: one ``AttentionResult`` per row, the same as each alone gives
         (maps within float rounding, ~1e-6; ``tests/test_batching.py``). Shapes: B rows, L layers, H heads.
+        ``scale``: one for every row, or a list of one per row (the Why tab's run: the model as trained and with its
+        scale replaced, decoded together; ``row_scales``).
 
         The sources are encoded as one padded batch (padded keys get weight 0 through the padding mask); rows with
         a given target are decoded in one teacher-forced pass, the others greedily step by step, each row stopping
@@ -302,6 +305,13 @@ class Translator:
         if not rows:
             return []
         model, cfg, dev = self.model, self.cfg, self.device
+        scales = list(scale) if isinstance(scale, Sequence) else [scale] * len(rows)  # per row; None = 1/sqrt(d_k)
+        if len(scales) != len(rows):
+            raise ValueError(f"{len(scales)} scales for {len(rows)} rows")
+        if len(set(scales)) > 1:
+            scale = row_scales(scales, cfg, model.embed.weight)  # (B, 1, 1, 1)
+        else:
+            scale = scales[0]
         src = padded([r.src_ids for r in rows], cfg.pad_id, dev)  # (B, S)
         maps = AttentionMaps()
         memory, src_mask = model.encode(src, scale, maps)  # (B, S, d_model), (B, 1, 1, S)
@@ -310,24 +320,26 @@ class Translator:
         greedy = [i for i, r in enumerate(rows) if r.tgt_ids is None]
         decoded: dict[int, tuple[list[int], np.ndarray, np.ndarray]] = {}  # row -> (out ids, self, cross)
 
-        def subset(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        def subset(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, float | torch.Tensor | None]:
             s = max(len(rows[i].src_ids) for i in idx)  # padding beyond the subset's longest source is dropped
             pick = torch.tensor(idx, device=dev)
-            return memory.index_select(0, pick)[:, :s], src_mask.index_select(0, pick)[..., :s]  # (n, s, d), (n,1,1,s)
+            picked = scale.index_select(0, pick) if isinstance(scale, torch.Tensor) else scale
+            # (n, s, d), (n, 1, 1, s), the scale (one, or (n, 1, 1, 1))
+            return memory.index_select(0, pick)[:, :s], src_mask.index_select(0, pick)[..., :s], picked
 
         if forced:
-            mem, mask = subset(forced)
+            mem, mask, row_scale = subset(forced)
             tgt_in = padded([[cfg.bos_id] + rows[i].tgt_ids[:-1] for i in forced], cfg.pad_id, dev)  # (F, T)
             fmaps = AttentionMaps()
-            model.decode(tgt_in, mem, mask, scale, maps=fmaps)  # causal: a row never sees the padding after it
+            model.decode(tgt_in, mem, mask, row_scale, maps=fmaps)  # causal: a row never sees the padding after it
             self_w, cross_w = _per_row(fmaps.decoder_self), _per_row(fmaps.cross)
             for j, i in enumerate(forced):
                 t = len(rows[i].tgt_ids)
                 decoded[i] = (rows[i].tgt_ids[:-1], self_w[j, :, :, :t, :t], cross_w[j, :, :, :t])
         if greedy:
-            mem, mask = subset(greedy)
+            mem, mask, row_scale = subset(greedy)
             limits = [max_output_length(len(rows[i].src_ids), model) for i in greedy]
-            outs, n_steps, gmaps = greedy_rows(model, mem, mask, limits, scale)
+            outs, n_steps, gmaps = greedy_rows(model, mem, mask, limits, row_scale)
             self_w, cross_w = _per_row(gmaps.decoder_self), _per_row(gmaps.cross)
             for j, i in enumerate(greedy):
                 t = n_steps[j]
@@ -345,7 +357,7 @@ class Translator:
                 decoder_self=self_w.copy(),
                 cross=cross_w[..., :s].copy(),
                 teacher_forced=row.tgt_ids is not None,
-                scale=float(cfg.scale if scale is None else scale),
+                scale=float(cfg.scale if scales[i] is None else scales[i]),
                 warnings=row.warnings,
                 target_ids=list(out_ids),
             ))

@@ -5,7 +5,8 @@ forward pass, never stored on a module: one model instance serves many users at 
 Shapes: B batch, S source length, T target length, H heads, d_k = d_model / H.
 
 Two per-call values reach every attention block without touching the shared model: ``scale`` (the
-§3.2.1 factor, default 1/sqrt(d_k)) and ``head_mask`` (head ablation, see ``check_head_mask``).
+§3.2.1 factor, default 1/sqrt(d_k); or one per batch row, a (B, 1, 1, 1) tensor: ``row_scales``) and ``head_mask``
+(head ablation, see ``check_head_mask``).
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def additive_scores(q: Tensor, k: Tensor, v_a: Tensor) -> Tensor:
     return torch.einsum("bhqkd,hd->bhqk", hidden, v_a)
 
 
+def row_scales(scales, cfg: TransformerConfig, like: Tensor) -> Tensor:
+    """A scale per batch row (None = the model's 1/sqrt(d_k)) as the (B, 1, 1, 1) tensor every attention block
+    multiplies its rows' scores by (on ``like``'s device): rows of one batch, each scaled as alone."""
+    values = [cfg.scale if s is None else float(s) for s in scales]
+    # float32 as a Python number's product is computed (then rounded to the scores' dtype: the same as alone in fp16)
+    return torch.tensor(values, device=like.device, dtype=torch.float32).view(-1, 1, 1, 1)
+
+
 def scaled_dot_product_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, p_drop: float = 0.0, training: bool = False,
     v_a: Tensor | None = None,
@@ -97,7 +106,7 @@ def scaled_dot_product_attention(
     scores are ``additive_scores`` instead of Q K^T (then times ``scale``, 1 as such a model is trained).
     """
     raw = torch.matmul(q, k.transpose(-2, -1)) if v_a is None else additive_scores(q, k, v_a)
-    scores = raw * scale  # (B, H, Lq, Lk)
+    scores = (raw * scale).to(raw.dtype)  # (B, H, Lq, Lk); a per-row scale is float32 (row_scales)
     if mask is not None:
         # The dtype's most negative number, not -inf: a fully masked row stays finite.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -333,7 +342,9 @@ class EncoderDecoder(nn.Module):
             if name.endswith(("w_v.weight", "w_o.weight", "w_2.weight")):
                 p.mul_(gain)
 
-    def _scale(self, scale: float | None) -> float:
+    def _scale(self, scale: float | Tensor | None) -> float | Tensor:
+        if isinstance(scale, Tensor):
+            return scale  # one per row (``row_scales``)
         return self.cfg.scale if scale is None else float(scale)
 
     def embed_tokens(self, tokens: Tensor, start: int = 0) -> Tensor:

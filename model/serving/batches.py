@@ -15,10 +15,13 @@ from model.network.inference import AttentionResult, Translator
 
 
 def run_batch(translator: Translator, group: tuple, items: list) -> list:
-    """One batch of ``BatchedTranslator``: ``group`` = ("attention", scale) with (text, target) items, or
+    """One batch of ``BatchedTranslator``: ``group`` = ("attention", scale) with (text, target) items,
+    ("attention_rows",) with (text, target, scale) items (a scale per row: ``attention_rows``), or
     ("translate", beam, scale) with texts; one result or ValueError per item. A batch of one takes
     ``Translator``'s own path (exactly the unbatched call)."""
     kind, *args = group
+    if kind == "attention_rows":
+        return attention_rows(translator, items)
     if len(items) == 1:
         try:
             if kind == "attention":
@@ -32,14 +35,33 @@ def run_batch(translator: Translator, group: tuple, items: list) -> list:
 
 
 def attention_requests(
-    translator: Translator, requests: Sequence[tuple[str, str | None]], scale: float | None = None
+    translator: Translator, requests: Sequence[tuple[str, str | None]],
+    scale: float | Sequence[float | None] | None = None,
 ) -> list[AttentionResult | ValueError]:
-    """``Translator.attention(text, target, scale)`` for every (text, target) at once, in one padded batch; a
-    request whose sentence is bad gets its ValueError in its place instead of a result."""
+    """``Translator.attention(text, target, scale)`` for every (text, target) at once, in one padded batch (``scale``:
+    one for all, or a list of one per request); a request whose sentence is bad gets its ValueError in its place
+    instead of a result."""
     results, good = _read(lambda request: translator.encode_request(*request), requests)
-    for i, result in zip(good, translator.attention_batch([results[i] for i in good], scale)):
-        results[i] = result
+    scales = [scale[i] for i in good] if isinstance(scale, Sequence) else scale
+    if good:
+        for i, result in zip(good, translator.attention_batch([results[i] for i in good], scales)):
+            results[i] = result
     return results
+
+
+def attention_rows(
+    translator: Translator, requests: Sequence[tuple[str, str | None, float | None]]
+) -> list[AttentionResult | ValueError]:
+    """``Translator.attention(text, target, scale)`` for every (text, target, scale), each with its own scale, in one
+    padded batch (the Why tab's run: the model as trained and with its scale replaced, decoded together: the same
+    tokens as each alone, maps within float rounding); one request alone takes ``Translator``'s own path."""
+    if len(requests) == 1:
+        try:
+            return [translator.attention(*requests[0])]
+        except ValueError as exc:
+            return [exc]
+    return attention_requests(translator, [(text, target) for text, target, _ in requests],
+                              [scale for _, _, scale in requests])
 
 
 def translate_requests(

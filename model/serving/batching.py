@@ -79,14 +79,19 @@ class MicroBatcher:
 
     def submit(self, group: Hashable, item: Any) -> Any:
         """Run ``item`` in a batch of its ``group``; blocks until its result (or raises its exception)."""
-        future: Future = Future()
+        return self.submit_all(group, [item])[0]
+
+    def submit_all(self, group: Hashable, items: list) -> list:
+        """Run ``items`` together, in one batch of their ``group`` when ``max_batch_size`` allows (they queue up at
+        once); blocks until every result, then raises the first exception among them, if any."""
+        futures = [Future() for _ in items]
         with self._cond:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._loop, name="micro-batcher", daemon=True)
                 self._worker.start()
-            self._queue.append((group, item, future))
+            self._queue.extend((group, item, future) for item, future in zip(items, futures))
             self._cond.notify_all()
-        return future.result()
+        return [future.result() for future in futures]
 
     def _take(self) -> tuple[Hashable, list[tuple[Any, Future]]]:
         with self._cond:
@@ -144,6 +149,11 @@ class BatchedTranslator:
         if head_mask is not None:
             return self.translator.attention(text, target, scale, head_mask)
         return self.batcher.submit(("attention", scale), (text, target))
+
+    def attention_rows(self, requests: list[tuple[str, str | None, float | None]]) -> list[AttentionResult]:
+        """``Translator.attention(text, target, scale)`` for each (text, target, scale), decoded as one batch with a
+        scale per row (``model.serving.batches.attention_rows``)."""
+        return self.batcher.submit_all(("attention_rows",), list(requests))
 
     def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
         if head_mask is not None:

@@ -31,6 +31,7 @@ from model.probes.inside import HeadInside, contribution_maps, inside_head
 from model.probes.matrices import Footnote4Pick, HeadMatrices, footnote4_pick, head_matrices
 from model.probes.replay import LayerInputs, Sentence, layer_inputs, sentence_of
 from model.probes.steps import DecodeSteps, decode_steps
+from model.serving.batches import attention_rows
 from model.serving.batching import BatchedTranslator, BatchSettings
 from model.serving.cache import ByteLRU, budget_from_env
 from model.serving.lab import SHIPPED, Lab
@@ -86,8 +87,9 @@ class Runs:
     byte-bounded cache (see the module docstring). The public methods cache; the private ones below them run the
     model (``MODEL_RUNS``: with ``gpu``, each is wrapped in it once, here)."""
 
-    MODEL_RUNS = ("_attention", "_translate", "_steps", "_probs", "_inside", "_contributions", "_layer_inputs",
-                  "_ablate", "_sample_stats", "_lab_attention", "_matrices", "_footnote4_pick", "_domain")
+    MODEL_RUNS = ("_attention", "_attention_rows", "_translate", "_steps", "_probs", "_inside", "_contributions",
+                  "_layer_inputs", "_ablate", "_sample_stats", "_lab_attention", "_matrices", "_footnote4_pick",
+                  "_domain")
 
     def __init__(self, translator: Translator, gpu: Callable | None = None, cache: ByteLRU | None = None,
                  batching: BatchSettings | None = None, lab: Lab | None = None):
@@ -134,6 +136,24 @@ class Runs:
     def trained(self, text: str) -> AttentionResult:
         """The model as trained (the paper's scale, its own translation), cached per sentence."""
         return self.attention(text)
+
+    def trained_and_scaled(self, text: str, scale: float | None) -> tuple[AttentionResult, AttentionResult]:
+        """(``trained(text)``, ``attention(text, scale=scale)``), each cached as those are. Where neither is cached
+        yet (the Why tab's run of a new sentence), the two greedy decodes run as one batch of two rows, each with its
+        own scale (``model.serving.batches.attention_rows``: the same tokens as each alone; ~one decode's time, not
+        two); else only what is missing runs (moving the slider re-runs only the changed model)."""
+        trained, scaled = AttentionKey.of(text), AttentionKey.of(text, None, scale)
+        both: list[AttentionResult] = []
+
+        def decode_both() -> AttentionResult:
+            both.extend(self._attention_rows([(trained.text, None, None), (scaled.text, None, scaled.scale)]))
+            return both[0]
+
+        normal = self.cached(("attention", *trained), decode_both if ("attention", *scaled) not in self.cache
+                             else lambda: self._attention(trained.text, None, None))
+        changed = self.cached(("attention", *scaled), lambda: both[1] if both else self._attention(
+            scaled.text, None, scaled.scale))
+        return normal, changed
 
     def lab_attention(self, text: str, run: str) -> AttentionResult:
         """A lab sibling's attention for ``text`` (greedy, as ``attention``), or the shipped model's for
@@ -231,6 +251,16 @@ class Runs:
     # ---------------------------------------- the model runs (each under ``gpu``, if given)
     def _attention(self, text: str, target: str | None, scale: float | None) -> AttentionResult:
         return self._model.attention(text, target=target or None, scale=scale)
+
+    def _attention_rows(self, requests: list[tuple[str, str | None, float | None]]) -> list[AttentionResult]:
+        """``attention`` for each (text, target, scale), as one batch with a scale per row."""
+        if self.batched is not None:
+            return self.batched.attention_rows(requests)
+        results = attention_rows(self.translator, requests)
+        for result in results:
+            if isinstance(result, ValueError):
+                raise result
+        return results
 
     def _translate(self, text: str, beam: int) -> str:
         return self._model.translate(text, beam=beam)

@@ -13,6 +13,7 @@ from viz.matrices import QUERY_ROWS, STAGES
 from viz.views.attention.maps import KIND_CHOICES
 from viz.views.head_analysis import STAT_CHOICES
 from viz.views.inside_head import PLOT_LABELS as INSIDE_PLOTS
+from viz.views.scaling import LIVE_PLOTS
 
 PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1", "blockClick": "arch-click",
         "layerLabel": LAYER_LABEL, "headLabel": HEAD_LABEL,
@@ -28,6 +29,7 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "matrixPlots": [f"in-m-{name}" for name in ("projections", *STAGES, "output")],
         "matrixRowClick": "in-matrix-row-click", "queryRows": QUERY_ROWS,
         "insidePlots": [f"in-{name}" for name in INSIDE_PLOTS],  # the one-query view's figures: drawn once a new query
+        "livePlots": list(LIVE_PLOTS),  # the Why tab's run (viz.views.scaling.live_frames): drawn in the figures shown
         "cellGrid": "heads-grid", "cellClick": "heads-cell-click",  # Head analysis: a grid cell opens its head
         # Every other tab's view in the link too (share): of the tab shown, query parameter -> element id, written over
         # the Attention tab's (``view``); a dropdown shows a label (``labels``: label -> value); a group of checkboxes
@@ -47,7 +49,7 @@ WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's scrip
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn.
 SCRIPTS = ("page.js", "draw.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js", "classroom.js",
-           "inside.js", "heads.js", "lecture.js")
+           "inside.js", "live.js", "heads.js", "lecture.js")
 
 
 def page_script(web: Path = WEB) -> str:

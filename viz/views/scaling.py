@@ -12,7 +12,10 @@ the model as trained, which the app caches per sentence: moving the slider re-ru
 
 from __future__ import annotations
 
+import base64
+import json
 import math
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -116,18 +119,22 @@ def live_view(
     factor,
     kind: str,
     layer,
+    *,
+    both: Callable[[str, float], tuple[AttentionResult, AttentionResult]] | None = None,
 ) -> tuple[Figure, Figure, Figure, str]:
     """Section 3: the trained model with 1/√d_k replaced by the chosen factor.
 
     Returns the mean-over-heads map as trained and as changed (both for the same target, the trained
     model's translation, so that they line up), the mean attention entropy per head both ways, and
-    Markdown with both models' own translations and the entropy summary.
+    Markdown with both models' own translations and the entropy summary. ``both(text, factor)``, where the app
+    offers it (``Runs.trained_and_scaled``), gives ``trained(text)`` and ``attention(text, scale=factor)`` at once:
+    the two greedy decodes as one batch, a scale per row (the same tokens as each alone).
     """
     kind, layer, _ = check_view(cfg, kind, layer)
     factor = snapped(factor, cfg.d_k)
-    normal = trained(text)
+    normal, changed = both(text, factor) if both is not None else (trained(text), attention(text, scale=factor))
     forced = attention(text, normal.translation or None, scale=factor)
-    changed_translation = attention(text, scale=factor).translation
+    changed_translation = changed.translation
     label = factor_label(factor, cfg.d_k)
     plots = (_where_below(head_plot(normal, kind, layer, MEAN, f"trained: × 1/√{cfg.d_k} = {cfg.scale:.3g}",
                                     "scale_trained")),
@@ -135,13 +142,49 @@ def live_view(
     ent_normal = footnote4.attention_entropy(normal.maps(kind))  # (L, H)
     ent_changed = footnote4.attention_entropy(forced.maps(kind))
     labels = (f"× 1/√d_k = {cfg.scale:.3g}", label)
-    entropy = finish_figure(figures.entropy_comparison_figure(ent_normal, ent_changed, labels), "entropy_per_head")
+    entropy = entropy_figure(ent_normal, ent_changed, labels)
     summary = (f"**Translation with {label}:** {changed_translation or '(empty)'}\n\n"
                f"**Translation as trained:** {normal.translation or '(empty)'}\n\n"
                + same_translation_note(factor, cfg.scale, changed_translation, normal.translation, ent_normal,
                                        ent_changed)
                + figures.entropy_comparison_text(ent_normal, ent_changed))
     return *plots, entropy, summary
+
+
+@lru_cache(maxsize=32)
+def _entropy_skeleton(n_layers: int, n_heads: int, labels: tuple[str, str]) -> str:
+    """The entropy figure for this shape and these labels with every entropy 0, as JSON text (``entropy_figure``)."""
+    zeros = np.zeros((n_layers, n_heads))
+    return json.dumps(finish_figure(figures.entropy_comparison_figure(zeros, zeros, labels), "entropy_per_head"))
+
+
+def entropy_figure(normal: np.ndarray, changed: np.ndarray, labels: tuple[str, str]) -> Figure:
+    """``figures.entropy_comparison_figure`` of two (L, H) entropies, finished for gr.Plot: the same figure, made
+    from one built once per shape and labels (plotly's checks of a two-row subplot take ~25 ms, a fifth of a run)
+    with what depends on the numbers written in: each map's z (float32, as plotly sends it) and the colour scale's
+    top (tests/test_scaling.py checks it against the figure built anew)."""
+    a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:  # the figure's own message
+        return finish_figure(figures.entropy_comparison_figure(a, b, labels), "entropy_per_head")
+    figure = json.loads(_entropy_skeleton(*a.shape, tuple(labels)))
+    for trace, z in zip(figure["data"], (a, b), strict=True):
+        trace["z"]["bdata"] = base64.b64encode(np.ascontiguousarray(z, dtype=np.float32).tobytes()).decode("ascii")
+    figure["layout"]["coloraxis"]["cmax"] = float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
+    return Figure(figure)
+
+
+# The run's three figures by their Plot's element id, in live_view's order
+LIVE_PLOTS = ("live-normal", "live-changed", "live-entropy")
+
+
+def live_frames(out: tuple) -> tuple[str, str]:
+    """``live_view``'s outputs as the page takes them: the three figures as JSON by their Plot's id (for the page to
+    draw in the figures it shows: assets/web/live.js; three new Plot values would each be drawn from scratch in a new
+    element, ~1.7 times as long), and the Markdown. The endpoint ``scaling_live`` answers ``live_view``'s outputs as
+    they are."""
+    *figures, summary = out
+    frames = {"figures": dict(zip(LIVE_PLOTS, figures, strict=True)), "answer": time.monotonic_ns()}
+    return json.dumps(frames, separators=(",", ":"), ensure_ascii=False), summary
 
 
 def _where_below(figure: Figure) -> Figure:

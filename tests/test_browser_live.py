@@ -1,0 +1,74 @@
+"""The Why tab's run in a real browser (viz.views.scaling.live_frames, assets/web/live.js): a run's three figures are
+drawn in the figures shown, and what they show is what the endpoint ``scaling_live`` answers for the same choices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from gradio_client import Client
+from helpers.browser import open_app, select_tab, watched_page
+from helpers.plotly import array, figure
+from helpers.scripts import HAS_HEATMAP, still
+from playwright.sync_api import Browser, Page
+
+from viz.views.scaling import LIVE_PLOTS
+
+# Each figure as shown: its traces' x, y, z, text and its titles (typed arrays as lists), and the mark set before
+SHOWN = """(ids) => Object.fromEntries(ids.map((id) => {
+  const gd = document.querySelector(`#${id} .js-plotly-plot`), list = (v) => (ArrayBuffer.isView(v) ? Array.from(v)
+    : Array.isArray(v) ? v.map(list) : v);
+  return [id, {marked: gd.attnMarked === true, title: gd.layout.title && gd.layout.title.text,
+               annotations: (gd.layout.annotations || []).map((a) => a.text), top: gd.layout.margin.t,
+               data: gd.data.map((t) => ({x: list(t.x), y: list(t.y), z: list(t.z)}))}];
+}))"""
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    yield from watched_page(browser, 1280, 720)
+
+
+def flat(value) -> list:
+    arr = array(value) if isinstance(value, dict) else np.asarray(value if value is not None else [], dtype=object)
+    return np.asarray(arr, dtype=object).ravel().tolist()
+
+
+def test_a_run_is_drawn_in_the_figures_shown_as_the_endpoint_answers(page: Page, server: str):
+    open_app(page, server)
+    select_tab(page, "Why 1/√d_k")
+    for plot_id in LIVE_PLOTS:  # the tab's first run: the Plots' own values
+        page.wait_for_function(HAS_HEATMAP if plot_id != "live-entropy" else
+                               "(id) => !!document.querySelector(`#${id} .js-plotly-plot .main-svg`)", arg=plot_id)
+    page.evaluate("(ids) => ids.forEach((id) => { document.querySelector(`#${id} .js-plotly-plot`)"
+                  ".attnMarked = true; })", list(LIVE_PLOTS))
+    text = "Two young girls are playing with a ball on the beach."
+    box = page.get_by_role("textbox", name="English sentence").locator("visible=true")
+    box.fill(text)
+    page.click("#live-run")
+    page.wait_for_function("(t) => document.querySelector('#live-summary').textContent.includes('Translation with')"
+                           " && document.querySelector('#live-frames textarea').value.length > 0", arg=text)
+    page.wait_for_function("() => document.querySelector('#live-normal .js-plotly-plot').layout.yaxis.ticktext"
+                           ".join(' ').includes('beach')")
+    page.evaluate(still("#live-normal .js-plotly-plot, #live-changed .js-plotly-plot, #live-entropy .js-plotly-plot"))
+    shown = page.evaluate(SHOWN, list(LIVE_PLOTS))
+    factor = float(page.locator("#scale-factor input[type=number]").input_value())
+    answer = Client(server, verbose=False).predict(text, factor, "encoder_self", 1, api_name="/scaling_live")
+    for plot_id, payload in zip(LIVE_PLOTS, answer[:3], strict=True):
+        sent = figure(payload)
+        drawn = shown[plot_id]
+        assert drawn["marked"], f"{plot_id}: a new element, not the figure shown"
+        assert drawn["title"] == (sent["layout"].get("title") or {}).get("text"), plot_id
+        assert drawn["annotations"] == [a["text"] for a in sent["layout"].get("annotations", [])], plot_id
+        top = sent["layout"]["margin"]["t"]  # as Gradio's Plot draws a figure with a title: 100 px or more
+        assert drawn["top"] == (max(100, top) if sent["layout"].get("title") else top), plot_id
+        assert len(drawn["data"]) == len(sent["data"]), plot_id
+        for trace, want in zip(drawn["data"], sent["data"], strict=True):
+            for key in ("x", "y", "z"):
+                a, b = flat(trace[key]), flat(want.get(key))
+                if b and all(isinstance(v, int | float) for v in b):
+                    assert np.allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-6, equal_nan=True), \
+                        (plot_id, key)
+                else:
+                    assert a == b, (plot_id, key)
