@@ -240,7 +240,7 @@ def assert_first_screen(page: Page, state: dict) -> None:
 
 # --------------------------------------------------------------------------------------------------- examples, keyboard
 KEY = """(e) => {
-    const box = e.closest('[id]'), field = e.matches('input, textarea, select');
+    const box = e.closest('[id]') || {id: '(no id)'}, field = e.matches('input, textarea, select');
     const label = e.getAttribute('aria-label') || (field ? '' : e.textContent.trim());
     return e.type === 'radio' ? `${box.id} radio` : `${box.id} ${e.tagName} ${e.type || ''} ${label}`;
 }"""
