@@ -10,7 +10,7 @@ import html
 import inspect
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -95,14 +95,18 @@ def _shown(value):
 
 
 def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, notice: gr.Markdown, api_name: str,
-                 **event):
+                 page_outputs: list | None = None, to_page: Callable | None = None, **event):
     """Wire ``present`` (``args`` bound first) twice, both in one queue: as the endpoint ``api_name`` for scripts
     (``listener``: bad input is an error with its message), an event with no trigger on the page; and for the
     page's ``triggers`` with one more output, ``notice``: there a bad input leaves the other outputs as they are —
     the last good view stays, with no red "Error" badges over it — and the notice says what to change; a good run
-    clears it. Returns the page's event (to chain on)."""
+    clears it. The page's outputs may differ from the endpoint's: ``page_outputs``, given ``to_page(answer)`` (e.g.
+    figures as JSON for the page to draw in those it shows). Returns the page's event (to chain on)."""
     gr.on([], listener(present, *args), inputs, outputs, api_name=api_name, concurrency_id=api_name, **event)
+    if to_page is not None:  # (before ``listener`` turns the answer's figures into Plot values)
+        present = functools.wraps(present)(lambda *values, _present=present: to_page(_present(*values)))
     run = listener(present, *args)
+    shown = outputs if page_outputs is None else page_outputs
 
     @functools.wraps(run)
     def on_page(*values):
@@ -110,10 +114,10 @@ def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, no
             out = run(*values)
         except gr.Error as exc:  # its message is HTML text (escape_message); the notice is Markdown
             notice = md_escape(html.unescape(exc.message))
-            return (*(gr.skip(),) * len(outputs), f"⚠️ {notice} {STALE}")
+            return (*(gr.skip(),) * len(shown), f"⚠️ {notice} {STALE}")
         return (*(out if isinstance(out, tuple) else (out,)), "")
 
-    return gr.on(triggers, on_page, inputs, [*outputs, notice], api_visibility="private", concurrency_id=api_name,
+    return gr.on(triggers, on_page, inputs, [*shown, notice], api_visibility="private", concurrency_id=api_name,
                  show_progress="minimal", **event)
 
 

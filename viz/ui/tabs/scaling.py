@@ -5,13 +5,11 @@ what ``build_scaling`` returns for that tab."""
 from __future__ import annotations
 
 import functools
-import html
 
 import gradio as gr
 
 from viz.scaling import PAPER_QUOTE
-from viz.text import md_escape
-from viz.ui.wiring import PRIVATE, STALE, Page, how_to_read, in_browser, layer_slider, listener, sentence_box
+from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, layer_slider, listener, page_and_api, sentence_box
 from viz.views import scaling
 from viz.views.attention import context, maps
 
@@ -83,22 +81,13 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
     # the two greedy decodes of a run (as trained, and with the factor) as one batch (Runs.trained_and_scaled)
     live = functools.update_wrapper(functools.partial(scaling.live_checked, both=runs.trained_and_scaled),
                                     scaling.live_checked)
-    inputs, event = [text, factor, kind, layer], {"preprocess": False, "trigger_mode": "always_last"}
-    gr.on([], listener(live, cfg, runs.attention, runs.trained), inputs, [normal, changed, entropy, summary],
-          api_name="scaling_live", concurrency_id="scaling_live", **event)  # the endpoint: the figures as they are
     frames = gr.Textbox(visible="hidden", elem_id="live-frames")  # the page's: drawn in the figures shown (live.js)
-    run = listener(lambda *values: scaling.live_frames(live(cfg, runs.attention, runs.trained, *values)))
-
-    def on_page(*values):
-        """As ``page_and_api``'s page event: a bad input leaves the figures as they are and the notice says why."""
-        try:
-            return (*run(*values), "")
-        except gr.Error as exc:  # its message is HTML text (escape_message); the notice is Markdown
-            return gr.skip(), gr.skip(), f"⚠️ {md_escape(html.unescape(exc.message))} {STALE}"
-
     # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
-    gr.on([run_btn.click, text.submit, tab.select, factor.change, kind.change, layer.change], on_page, inputs,
-          [frames, summary, live_notice], api_visibility="private", concurrency_id="scaling_live",
-          show_progress="minimal", show_progress_on=[normal, changed, entropy, summary], **event)
+    # The endpoint answers the figures as they are; the page gets them as JSON (scaling.live_frames).
+    page_and_api([run_btn.click, text.submit, tab.select, factor.change, kind.change, layer.change], live, cfg,
+                 runs.attention, runs.trained, inputs=[text, factor, kind, layer],
+                 outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
+                 page_outputs=[frames, summary], to_page=scaling.live_frames, preprocess=False,
+                 trigger_mode="always_last", show_progress_on=[normal, changed, entropy, summary])
     frames.change(None, frames, [normal, changed, entropy], js=in_browser("liveRun"))
     return to_inside
