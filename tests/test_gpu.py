@@ -77,3 +77,18 @@ def test_translations_equal_the_cpus(on_gpu):
     assert result["greedy_same"] >= 196, result["greedy_differ"]
     assert result["beam4_same"] >= 196, result["beam4_differ"]
     assert result["row_sum_error"] <= 1e-3
+
+
+@needs_cuda
+@pytest.mark.parametrize("factor", [1.0, 0.5, 0.05])
+def test_a_scale_per_row_on_the_gpu_decodes_each_row_as_alone(on_gpu, factor):
+    """The Why tab's batch of two rows (the trained scale and a changed one) in float16: each row's tokens are the
+    ones it decodes alone, its maps within float16's rounding of them."""
+    from model.serving.batches import attention_rows
+
+    for text in gpu.sample(8)[0]:
+        trained, changed = attention_rows(on_gpu, [(text, None, None), (text, None, factor)])
+        for result, alone in ((trained, on_gpu.attention(text)), (changed, on_gpu.attention(text, scale=factor))):
+            assert result.target_ids == alone.target_ids, (text, factor)
+            for kind in KINDS:
+                np.testing.assert_allclose(result.maps(kind), alone.maps(kind), atol=5e-3)
