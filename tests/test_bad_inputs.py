@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from helpers.raw_api import RawClient, api_info, arguments, valid
 
 from bench.common import ROOT, free_port
 from viz.offline import OFFLINE_ENV
+from viz.ui.guards import HEAD_SCRIPT
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
@@ -271,6 +273,19 @@ def test_every_upload_is_refused_empty_ones_too(url, content):
                                  {"Content-Type": f"multipart/form-data; boundary={boundary}"})
     assert got == 413 and json.loads(answer)["detail"] == "This app takes no files: every upload is refused (empty " \
         "ones too).", (got, answer)
+
+
+def test_the_page_has_the_script_that_calms_gradios_frame_loop_first_and_only_the_page(url):
+    """The page (``GET /``, with a query too) has assets/web/frames.js as the first thing of its head, before Gradio's
+    own script, and its length told anew; no other answer is changed (viz.ui.guards)."""
+    for path in ("", "?tab=inside&layer=2"):
+        with urllib.request.urlopen(url + path, timeout=60) as answer:
+            body, length = answer.read(), int(answer.headers["Content-Length"])
+        assert body.split(b"<head>", 1)[1].startswith(HEAD_SCRIPT), path
+        assert body.index(HEAD_SCRIPT) < body.index(b'<script type="module"'), path
+        assert body.count(HEAD_SCRIPT) == 1 and length == len(body) and body.rstrip().endswith(b"</html>"), path
+    with urllib.request.urlopen(url + "config", timeout=60) as answer:
+        assert HEAD_SCRIPT not in answer.read()
 
 
 # ---------------------------------------------------------------------------- a broken model at app start

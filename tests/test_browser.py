@@ -16,15 +16,18 @@ from helpers.browser import (
     KeptPages,
     assert_not_injected,
     is_dark,
+    new_page,
+    open_app,
     select_tab,
     source_tokens,
     tick_labels,
     title,
     value,
+    wait_idle,
     wait_tab,
 )
 from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page
 
 # This module's tests start from encoder self-attention, layer 1, mean of heads (a bare URL opens the
 # sharpest head: tests/test_browser_classroom.py)
@@ -220,3 +223,31 @@ def test_the_why_tab_draws_its_figures_and_a_live_run_keeps_html_as_text(kept: K
     page.wait_for_selector("#live-entropy .js-plotly-plot .main-svg")
     assert_not_injected(page)
     assert any("<" in label for label in tick_labels(page, "live-changed"))
+
+
+# Counts the animation frames Gradio's status trackers ask for (installed before the page's scripts: the page's own
+# frames.js then wraps this one, and what it lets through is counted)
+COUNT_TRACKER_FRAMES = """(() => {
+  const frame = window.requestAnimationFrame.bind(window);
+  window.trackerFrames = 0;
+  window.requestAnimationFrame = (callback) => {
+    if (/statustracker/.test(new Error().stack || '')) window.trackerFrames++;
+    return frame(callback);
+  };
+})()"""
+
+
+def test_an_idle_page_asks_for_no_frames_and_a_timer_shown_still_runs(browser: Browser, server: str):
+    """Gradio's loading screen leaves a status tracker's frame loop running (60 frames a second for as long as the
+    page is open): assets/web/frames.js lets none of its frames through while no timer is shown, and every one
+    once a timer (.progress-text) is on the page."""
+    with new_page(browser, 1280, 720) as page:
+        page.add_init_script(COUNT_TRACKER_FRAMES)
+        open_app(page, server + FIRST_VIEW)
+        wait_idle(page)
+        page.evaluate("() => { window.trackerFrames = 0; }")
+        page.wait_for_timeout(1000)
+        assert page.evaluate("() => window.trackerFrames") == 0
+        page.evaluate("() => document.body.appendChild(Object.assign(document.createElement('div'), "
+                      "{className: 'progress-text'}))")
+        page.wait_for_function("() => window.trackerFrames >= 5")

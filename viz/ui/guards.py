@@ -9,6 +9,9 @@
 - ``GET /gradio_api/file=<an export>`` of an export that has since been removed (``viz.views.exports``): Gradio
   answers 403 for any path that does not exist; an export's link answers 404 "export again", as its docstring says.
   Only a path inside the app's export folders gets this answer (no other path is told apart from a forbidden one).
+- ``GET /`` (the page): Gradio's loading screen leaves a frame loop running for as long as the page is open (60
+  frames a second on an idle page). The page gets ``assets/web/frames.js`` as the first script of its ``<head>``,
+  before Gradio's own, which calms that loop (the file says how).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from urllib.parse import unquote
 from starlette.middleware import Middleware
 
 from viz.views.exports import FOLDER_PREFIX
+from viz.views.page import WEB
 
 API = "/gradio_api"
 NO_UPLOADS = "This app takes no files: every upload is refused (empty ones too)."
 EXPORT_GONE = "This export has been removed (the app keeps the newest ones, for an hour): export again."
+HEAD_SCRIPT = b"<script>" + (WEB / "frames.js").read_bytes().strip() + b"</script>"
 
 
 def guarded(blocks) -> dict:
@@ -51,6 +56,8 @@ class RouteGuard:
             return await self.app(scope, _replay(body, receive), send)
         if method in ("GET", "HEAD") and path.startswith(f"{API}/file=") and self.gone(path[len(f"{API}/file="):]):
             return await _answer(send, 404, EXPORT_GONE)
+        if method == "GET" and path in ("", "/"):
+            return await self.app(scope, receive, _with_head_script(send))
         return await self.app(scope, receive, send)
 
     def v2_problem(self, name: str, body: bytes) -> tuple[int, str] | None:
@@ -114,6 +121,32 @@ async def _read(receive) -> bytes:
         if not message.get("more_body"):
             break
     return b"".join(chunks)
+
+
+def _with_head_script(send):
+    """``send`` for the page: an HTML answer (not compressed) gets ``HEAD_SCRIPT`` right after its ``<head>``, its
+    length told anew; any other answer goes out as it comes."""
+    start, chunks = None, []
+
+    async def sending(message):
+        nonlocal start
+        if message["type"] == "http.response.start":
+            headers = {key.lower(): value for key, value in message.get("headers", [])}
+            if headers.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in headers:
+                start = message
+                return None
+            return await send(message)
+        if message["type"] != "http.response.body" or start is None:
+            return await send(message)
+        chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return None
+        body = b"".join(chunks).replace(b"<head>", b"<head>" + HEAD_SCRIPT, 1)
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        return await send({"type": "http.response.body", "body": body})
+
+    return sending
 
 
 def _replay(body: bytes, receive):
