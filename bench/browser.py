@@ -40,6 +40,19 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
+# Chromium 156's headless mode builds, for every new window (each Playwright context), its address bar's two popups
+# as WebUI pages, in a renderer of their own: ~0.5 s of CPU a context, two thirds of what a new context costs, for
+# nothing a headless page shows. Playwright 1.65.2 starts Chromium with a --disable-features list of its own, and
+# Chromium keeps only the last such switch: this one repeats Playwright's list (tests/test_browser.py checks that it
+# still does) and adds those two popups.
+PLAYWRIGHT_DISABLED = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync", "DestroyProfileOnBrowserClose", "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable", "LensOverlay", "MediaRouter", "PaintHolding", "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect", "TcpPortRandomizationWin", "OptimizationHints", "NetworkTimeServiceQuerying",
+    "AimEnabled", "PreconnectToSearch", "msForceBrowserSignIn", "msEdgeUpdateLaunchServicesPreferredVersion",
+)
+NO_POPUPS = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
+CHROMIUM_ARGS.append("--disable-features=" + ",".join((*PLAYWRIGHT_DISABLED, *NO_POPUPS)))
 
 WORDS = 12  # a caption's length
 

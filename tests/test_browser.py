@@ -10,6 +10,8 @@ dialog, or any request that leaves loopback (the page must work offline). Screen
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from helpers.browser import (
     PAYLOAD,
@@ -28,6 +30,8 @@ from helpers.browser import (
 )
 from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
 from playwright.sync_api import Browser, Page
+
+from bench.browser import NO_POPUPS
 
 # This module's tests start from encoder self-attention, layer 1, mean of heads (a bare URL opens the
 # sharpest head: tests/test_browser_classroom.py)
@@ -251,3 +255,35 @@ def test_an_idle_page_asks_for_no_frames_and_a_timer_shown_still_runs(browser: B
         page.evaluate("() => document.body.appendChild(Object.assign(document.createElement('div'), "
                       "{className: 'progress-text'}))")
         page.wait_for_function("() => window.trackerFrames >= 5")
+
+
+def _browser_command_lines() -> list[list[str]]:
+    """The command lines of the Chromium browser processes Playwright drives on this machine (not their children)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split()
+        except OSError:
+            continue
+        if args and "chrom" in args[0] and "--remote-debugging-pipe" in args and not any(
+                a.startswith("--type=") for a in args):
+            found.append(args)
+    return found
+
+
+def test_chromium_keeps_playwrights_features_off_and_builds_no_address_bar_popups(browser: Browser):
+    """bench.browser's --disable-features comes last, so Chromium keeps it alone: it must hold every feature
+    Playwright's own list turns off, and a new window then has no WebUI popups of its address bar."""
+    lines = _browser_command_lines()
+    assert lines
+    for args in lines:
+        lists = [set(a.split("=", 1)[1].split(",")) for a in args if a.startswith("--disable-features=")]
+        assert len(lists) >= 2 and lists[0] <= lists[-1] and set(NO_POPUPS) <= lists[-1], lists
+    context = browser.new_context()
+    try:
+        context.new_page().goto("data:text/html,<p>a page</p>")
+        targets = browser.new_browser_cdp_session().send("Target.getTargets")["targetInfos"]
+    finally:
+        context.close()
+    assert [t["url"] for t in targets if t["type"] == "page"] and not [
+        t["url"] for t in targets if t["url"].startswith("chrome://omnibox")], targets

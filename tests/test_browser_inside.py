@@ -2,18 +2,19 @@
 
 The app and the browser are tests/conftest.py's; each page fails its test on a console error or a request off
 loopback. The tab is shown at 1280×720 (a projector). Screenshots are not tests: ``python -m bench.screenshots``.
+
+The tests take turns on one loaded page (``kept``), in file order: first those that need the tab as it opens on the
+app's first sentence (footnote 4's pick), then those that set the view they need (each also passes alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
-from helpers.browser import open_app, select_tab, wait_tab, watched_page
+from helpers.browser import KeptPages, select_tab, wait_tab
 from helpers.plotly import array
 from helpers.scripts import GD, TITLE, still
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viz.views.inside_head import PLOT_LABELS, inside_head_view
@@ -25,9 +26,9 @@ COLORBAR = f"(id) => {{ const gd = ({GD})(id); return gd ? gd.data[0].colorbar.t
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A page at 1280×720 (a projector)."""
-    yield from watched_page(browser, 1280, 720)
+def page(kept: KeptPages, server: str) -> Page:
+    """The module's page at 1280×720 (a projector), the app loaded."""
+    return kept.open(server, 1280, 720)
 
 
 def steps_show(page: Page, text: str) -> None:
@@ -47,82 +48,6 @@ def pick_kind(page: Page, kind: str) -> None:
     """The tab's kind is a dropdown."""
     page.locator("#in-kind input").click()
     page.get_by_role("option", name=KINDS[kind]).click()
-
-
-def test_the_attention_tabs_measure_draws_weights_or_contributions_and_a_redraw_keeps_it(page: Page, server: str):
-    open_app(page, server)
-    assert page.evaluate(COLORBAR, "detail") == "weight"
-    choose(page, "measure", "contributions")
-    page.wait_for_function(f"() => ({COLORBAR})('detail') === 'contribution'")
-    page.wait_for_function(f"() => ({COLORBAR})('overview') === 'contribution'")
-    choose(page, "head", 4)
-    page.wait_for_function(f"() => ({TITLE})('detail').includes('head 4 · contributions')")
-    choose(page, "measure", "weights")
-    page.wait_for_function(f"() => ({COLORBAR})('detail') === 'weight'")
-
-
-def test_the_tab_follows_the_attention_view_and_shares_its_factor_with_the_why_tab(page: Page, server: str):
-    open_app(page, server)
-    choose(page, "head", 4)
-    page.wait_for_function(f"() => ({TITLE})('detail').includes('head 4')")
-    layer = page.locator("#layer input[type=number]").input_value()
-    select_tab(page, "Inside a head")
-    steps_show(page, f"layer {layer}, head 4, query 0")
-    drawn(page, "in-scores", "in-figure2")
-    page.click("#in-take-factor")  # the Why tab's slider starts at 1: no scaling
-    steps_show(page, "the weights with the factor")
-    assert page.locator("#in-factor textarea").input_value() == "1"
-    page.fill("#in-factor textarea", "")
-    page.press("#in-factor textarea", "Enter")
-    steps_show(page, "the weights (a row of the heatmap)")
-    assert "factor:" not in page.inner_text("#in-footnote4-text")
-    page.click("#in-to-why")
-    page.wait_for_selector("#to-inside", state="visible")
-    page.click("#to-inside")  # back, with the Why tab's factor (its slider starts at 1: no scaling)
-    page.wait_for_function("() => document.querySelector('#in-footnote4-text').textContent.includes('factor: × 1')")
-    assert page.locator("#in-factor textarea").input_value() == "1"
-
-
-def test_a_click_on_a_row_of_the_close_up_opens_the_tab_on_that_query(page: Page, server: str):
-    open_app(page, server)
-    choose(page, "kind", "cross")
-    choose(page, "head", 3)
-    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')"
-                           f" && ({TITLE})('detail').includes(' · head 3')")
-    layer = page.locator("#layer input[type=number]").input_value()
-    page.locator("#detail").scroll_into_view_if_needed()
-    x, y = page.evaluate(
-        f"""() => {{
-            const gd = ({GD})('detail'), fl = gd._fullLayout, box = gd.getBoundingClientRect();
-            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(1), box.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
-        }}"""
-    )
-    page.mouse.click(x, y)
-    wait_tab(page, "Inside a head")
-    steps_show(page, f"Encoder–decoder attention, layer {layer}, head 3, query 2")
-    assert page.locator("#in-query input[value='2']").is_checked()
-    assert page.locator("#in-kind input").input_value() == KINDS["cross"]
-
-
-def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(page: Page, server: str):
-    open_app(page, server)
-    choose(page, "kind", "cross")
-    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')")
-    layer = page.locator("#layer input[type=number]").input_value()
-    select_tab(page, "Inside a head")  # the Attention tab shows its default head: the tab opens on footnote 4's pick
-    steps_show(page, f"{KINDS['cross']}, layer ")
-    layer = page.locator("#in-layer input[type=number]").input_value()
-    choose(page, "in-query", 3)
-    steps_show(page, ", query 3")
-    assert "query 3" in page.evaluate(f"() => ({GD})('in-scores').layout.annotations.at(-1).text")
-    choose(page, "in-head", 2)
-    steps_show(page, f"{KINDS['cross']}, layer {layer}, head 2, query 3")
-    for kind in ("encoder_self", "decoder_self", "cross"):
-        pick_kind(page, kind)
-        steps_show(page, f"{KINDS[kind]}, layer {layer}, head 2, query 3")
-        drawn(page, "in-scores", "in-figure2", "in-projections", "in-head_output", "in-contributions")
-        if kind == "decoder_self":  # the keys after the query are shown masked (−∞ markers)
-            page.wait_for_function(f"() => ({GD})('in-scores').data.some(t => t.mode === 'markers+text')")
 
 
 # ------------------------------------------------------------------------------- the opening view, whole matrices
@@ -155,7 +80,6 @@ def top(page: Page, elem_id: str) -> float:
 
 def test_the_tab_opens_on_footnote_4_with_its_panels_in_reading_order(page: Page, server: str, shipped_pick):
     pick, cases = shipped_pick
-    open_app(page, server)
     select_tab(page, "Inside a head")
     steps_show(page, f"{KINDS['cross']}, layer {pick.layer}, head {pick.head}, query {pick.query} ")
     drawn(page, "in-projections", "in-scores", "in-head_output", "in-figure2", "in-footnote4")
@@ -178,57 +102,6 @@ def hover_text(page: Page, plot_id: str, x: float, y: float) -> str:
     page.mouse.move(*box)
     page.wait_for_selector(f"#{plot_id} .hoverlayer .hovertext")
     return page.evaluate("(id) => document.querySelector(`#${id} .hoverlayer .hovertext`).textContent", plot_id)
-
-
-def test_whole_matrices_hover_the_mask_and_a_row_opens_its_query(page: Page, server: str):
-    open_app(page, server)
-    select_tab(page, "Inside a head")
-    steps_show(page, "Encoder–decoder attention, layer ")
-    pick_kind(page, "decoder_self")
-    steps_show(page, KINDS["decoder_self"])
-    layer = page.locator("#in-layer input[type=number]").input_value()
-    head = page.locator("#in-head input:checked").input_value()
-    choose(page, "in-view", "matrix")
-    page.wait_for_function("() => (document.querySelector('#in-matrix-head')?.textContent || '')"
-                           f".includes('{KINDS['decoder_self']}, layer {layer}, head {head}')")
-    stages = ["in-m-scores", "in-m-scaled", "in-m-masked", "in-m-weights"]
-    drawn(page, "in-m-projections", *stages, "in-m-output")
-    assert not page.locator("#in-scores").is_visible()  # the one-query view is hidden meanwhile
-    # the four maps: one (queries × keys) heatmap each, the three score maps on one colour range
-    info = page.evaluate(f"(ids) => ids.map(id => {{ const t = ({GD})(id)._fullData[0]; "
-                         "return [t.type, t.z.length, t.z[0].length, t.zmin, t.zmax]; })", stages)
-    assert {i[0] for i in info} == {"heatmap"} and len({tuple(i[1:3]) for i in info}) == 1
-    assert info[0][3:] == info[1][3:] == info[2][3:] and info[3][3:] == [0, 1]
-    # the mask: grey and hatched cells with a legend entry, on ③ and ④
-    legend = page.evaluate("() => document.querySelector('#in-m-masked .legend')?.textContent || ''")
-    assert "masked: −∞" in legend
-    assert "masked" in hover_text(page, "in-m-masked", 2, 0)  # key 2 after query 0: masked
-    text = hover_text(page, "in-m-weights", 0, 1)  # query 1 → key 0: its weight
-    weight = page.evaluate(f"() => ({GD})('in-m-weights')._fullData[0].z[1][0]")
-    assert f"{weight:.4f}" in text and "query 1" in text, text
-    # a click on row 2 opens the one-query view on that query (clicked again should a late redraw of the figure have
-    # taken the click: a dropdown's choice sends its event twice, and either answer may come last)
-    wanted = f"{KINDS['decoder_self']}, layer {layer}, head {head}, query 2 "
-    for attempt in range(3):
-        page.mouse.move(0, 0)  # no hover label left over the row
-        x, y = page.evaluate(
-            f"""() => {{
-                const gd = ({GD})('in-m-weights'), fl = gd._fullLayout, box = gd.getBoundingClientRect();
-                return [box.left + fl.xaxis._offset + fl.xaxis.l2p(0), box.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
-            }}""")
-        page.mouse.click(x, y)
-        try:
-            page.wait_for_function(f"(t) => ({STEPS})().includes(t)", arg=wanted,
-                                   timeout=30_000 if attempt < 2 else None)
-            break
-        except PlaywrightTimeout:
-            if attempt == 2:
-                raise
-            choose(page, "in-view", "matrix")  # back to the matrices, should the click have opened another query
-            drawn(page, "in-m-weights")
-    assert page.locator("#in-view input[value='query']").is_checked()
-    assert page.locator("#in-query input[value='2']").is_checked()
-    assert not page.locator("#in-m-weights").is_visible()
 
 
 # ------------------------------------------------------------------------------- a new query, drawn in place
@@ -295,7 +168,6 @@ def test_a_new_query_is_drawn_in_the_figures_shown_as_the_model_computes_it(page
 
     model, sentence = shipped
     pick, _ = shipped_pick
-    open_app(page, server)
     select_tab(page, "Inside a head")
     steps_show(page, f"{KINDS['cross']}, layer {pick.layer}, head {pick.head}, query {pick.query} ")
     drawn(page, *PANELS)
@@ -347,7 +219,6 @@ WATCH_REQUESTS = """(ids) => {
 def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: Page, server: str):
     """Once the view is drawn the page holds every query's panels of the head shown (#in-held): a click on another
     query draws all six before any call is sent; the call then brings the texts, and its figures are those drawn."""
-    open_app(page, server)
     select_tab(page, "Inside a head")
     drawn(page, *PANELS)
     page.wait_for_function("() => (document.querySelector('#in-held textarea')?.value || '').length > 0")
@@ -372,3 +243,130 @@ def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: 
         for drawn_trace, trace in zip(shown_panel["data"], sent["data"], strict=True):
             for key in ("x", "y", "z", "name"):
                 assert same(drawn_trace[key], trace[key]), (name, key)
+
+
+def test_whole_matrices_hover_the_mask_and_a_row_opens_its_query(page: Page, server: str):
+    select_tab(page, "Inside a head")
+    steps_show(page, "Encoder–decoder attention, layer ")
+    pick_kind(page, "decoder_self")
+    steps_show(page, KINDS["decoder_self"])
+    layer = page.locator("#in-layer input[type=number]").input_value()
+    head = page.locator("#in-head input:checked").input_value()
+    choose(page, "in-view", "matrix")
+    page.wait_for_function("() => (document.querySelector('#in-matrix-head')?.textContent || '')"
+                           f".includes('{KINDS['decoder_self']}, layer {layer}, head {head}')")
+    stages = ["in-m-scores", "in-m-scaled", "in-m-masked", "in-m-weights"]
+    drawn(page, "in-m-projections", *stages, "in-m-output")
+    assert not page.locator("#in-scores").is_visible()  # the one-query view is hidden meanwhile
+    # the four maps: one (queries × keys) heatmap each, the three score maps on one colour range
+    info = page.evaluate(f"(ids) => ids.map(id => {{ const t = ({GD})(id)._fullData[0]; "
+                         "return [t.type, t.z.length, t.z[0].length, t.zmin, t.zmax]; })", stages)
+    assert {i[0] for i in info} == {"heatmap"} and len({tuple(i[1:3]) for i in info}) == 1
+    assert info[0][3:] == info[1][3:] == info[2][3:] and info[3][3:] == [0, 1]
+    # the mask: grey and hatched cells with a legend entry, on ③ and ④
+    legend = page.evaluate("() => document.querySelector('#in-m-masked .legend')?.textContent || ''")
+    assert "masked: −∞" in legend
+    assert "masked" in hover_text(page, "in-m-masked", 2, 0)  # key 2 after query 0: masked
+    text = hover_text(page, "in-m-weights", 0, 1)  # query 1 → key 0: its weight
+    weight = page.evaluate(f"() => ({GD})('in-m-weights')._fullData[0].z[1][0]")
+    assert f"{weight:.4f}" in text and "query 1" in text, text
+    # a click on row 2 opens the one-query view on that query (clicked again should a late redraw of the figure have
+    # taken the click: a dropdown's choice sends its event twice, and either answer may come last)
+    wanted = f"{KINDS['decoder_self']}, layer {layer}, head {head}, query 2 "
+    for attempt in range(3):
+        page.mouse.move(0, 0)  # no hover label left over the row
+        x, y = page.evaluate(
+            f"""() => {{
+                const gd = ({GD})('in-m-weights'), fl = gd._fullLayout, box = gd.getBoundingClientRect();
+                return [box.left + fl.xaxis._offset + fl.xaxis.l2p(0), box.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
+            }}""")
+        page.mouse.click(x, y)
+        try:
+            page.wait_for_function(f"(t) => ({STEPS})().includes(t)", arg=wanted,
+                                   timeout=30_000 if attempt < 2 else None)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            choose(page, "in-view", "matrix")  # back to the matrices, should the click have opened another query
+            drawn(page, "in-m-weights")
+    assert page.locator("#in-view input[value='query']").is_checked()
+    assert page.locator("#in-query input[value='2']").is_checked()
+    assert not page.locator("#in-m-weights").is_visible()
+
+
+# ------------------------------------------------------------------------------- from the Attention tab
+def test_the_attention_tabs_measure_draws_weights_or_contributions_and_a_redraw_keeps_it(page: Page, server: str):
+    select_tab(page, "Attention")
+    assert page.evaluate(COLORBAR, "detail") == "weight"
+    choose(page, "measure", "contributions")
+    page.wait_for_function(f"() => ({COLORBAR})('detail') === 'contribution'")
+    page.wait_for_function(f"() => ({COLORBAR})('overview') === 'contribution'")
+    choose(page, "head", 4)
+    page.wait_for_function(f"() => ({TITLE})('detail').includes('head 4 · contributions')")
+    choose(page, "measure", "weights")
+    page.wait_for_function(f"() => ({COLORBAR})('detail') === 'weight'")
+
+
+def test_the_tab_follows_the_attention_view_and_shares_its_factor_with_the_why_tab(page: Page, server: str):
+    select_tab(page, "Attention")
+    choose(page, "head", 4)
+    page.wait_for_function(f"() => ({TITLE})('detail').includes('head 4')")
+    layer = page.locator("#layer input[type=number]").input_value()
+    select_tab(page, "Inside a head")
+    steps_show(page, f"layer {layer}, head 4, query 0")
+    drawn(page, "in-scores", "in-figure2")
+    page.click("#in-take-factor")  # the Why tab's slider starts at 1: no scaling
+    steps_show(page, "the weights with the factor")
+    assert page.locator("#in-factor textarea").input_value() == "1"
+    page.fill("#in-factor textarea", "")
+    page.press("#in-factor textarea", "Enter")
+    steps_show(page, "the weights (a row of the heatmap)")
+    assert "factor:" not in page.inner_text("#in-footnote4-text")
+    page.click("#in-to-why")
+    page.wait_for_selector("#to-inside", state="visible")
+    page.click("#to-inside")  # back, with the Why tab's factor (its slider starts at 1: no scaling)
+    page.wait_for_function("() => document.querySelector('#in-footnote4-text').textContent.includes('factor: × 1')")
+    assert page.locator("#in-factor textarea").input_value() == "1"
+
+
+def test_a_click_on_a_row_of_the_close_up_opens_the_tab_on_that_query(page: Page, server: str):
+    select_tab(page, "Attention")
+    choose(page, "kind", "cross")
+    choose(page, "head", 3)
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')"
+                           f" && ({TITLE})('detail').includes(' · head 3')")
+    layer = page.locator("#layer input[type=number]").input_value()
+    page.locator("#detail").scroll_into_view_if_needed()
+    x, y = page.evaluate(
+        f"""() => {{
+            const gd = ({GD})('detail'), fl = gd._fullLayout, box = gd.getBoundingClientRect();
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(1), box.top + fl.yaxis._offset + fl.yaxis.l2p(2)];
+        }}"""
+    )
+    page.mouse.click(x, y)
+    wait_tab(page, "Inside a head")
+    steps_show(page, f"Encoder–decoder attention, layer {layer}, head 3, query 2")
+    assert page.locator("#in-query input[value='2']").is_checked()
+    assert page.locator("#in-kind input").input_value() == KINDS["cross"]
+
+
+def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(page: Page, server: str):
+    select_tab(page, "Attention")
+    choose(page, "kind", "cross")
+    page.wait_for_function(f"() => ({TITLE})('detail').startsWith('Encoder–decoder attention · layer ')")
+    layer = page.locator("#layer input[type=number]").input_value()
+    select_tab(page, "Inside a head")  # on the pick or the Attention tab's head (the same view as before: kept)
+    steps_show(page, f"{KINDS['cross']}, layer ")
+    layer = page.locator("#in-layer input[type=number]").input_value()
+    choose(page, "in-query", 3)
+    steps_show(page, ", query 3")
+    assert "query 3" in page.evaluate(f"() => ({GD})('in-scores').layout.annotations.at(-1).text")
+    choose(page, "in-head", 2)
+    steps_show(page, f"{KINDS['cross']}, layer {layer}, head 2, query 3")
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        pick_kind(page, kind)
+        steps_show(page, f"{KINDS[kind]}, layer {layer}, head 2, query 3")
+        drawn(page, "in-scores", "in-figure2", "in-projections", "in-head_output", "in-contributions")
+        if kind == "decoder_self":  # the keys after the query are shown masked (−∞ markers)
+            page.wait_for_function(f"() => ({GD})('in-scores').data.some(t => t.mode === 'markers+text')")

@@ -57,6 +57,18 @@ STATE = """() => {
 }"""
 
 
+# Where each figure on screen is and how plotly laid it out (said when a text is cut or overlaps)
+GEOMETRY = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => gd.offsetParent).map((gd) => {
+  const box = (e) => {
+    const r = e && e.getBoundingClientRect();
+    return r && [r.left, r.top, r.width, r.height].map(Math.round);
+  };
+  const fl = gd._fullLayout || {};
+  return {id: gd.closest('[id]:not(.js-plotly-plot)')?.id, box: box(gd), svg: box(gd.querySelector('.main-svg')),
+          parent: box(gd.parentElement), size: [fl.width, fl.height], margin: fl.margin, autosize: gd.layout?.autosize};
+})"""
+
+
 def _page(browser: Browser) -> tuple[Page, Watch]:
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     context.set_default_timeout(TIMEOUT_MS)
@@ -108,7 +120,7 @@ def _large_and_clear(page: Page, n: int) -> None:
         if got["texts"] and not got["problems"]:
             return
         page.wait_for_timeout(1000)
-    assert got["texts"] and not got["problems"], (n, page.url, got["problems"][:20])
+    assert got["texts"] and not got["problems"], (n, page.url, got["problems"][:20], page.evaluate(GEOMETRY))
 
 
 def _own_sentence(page: Page) -> None:
