@@ -30,6 +30,7 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "matrixRowClick": "in-matrix-row-click", "queryRows": QUERY_ROWS,
         "insidePlots": [f"in-{name}" for name in INSIDE_PLOTS],  # the one-query view's figures: drawn once a new query
         "livePlots": list(LIVE_PLOTS),  # the Why tab's run (viz.views.scaling.live_frames): drawn in the figures shown
+        "liveFrames": "live-frames",  # … from this hidden textbox (viz.ui.tabs.scaling)
         "cellGrid": "heads-grid", "cellClick": "heads-cell-click",  # Head analysis: a grid cell opens its head
         # Every other tab's view in the link too (share): of the tab shown, query parameter -> element id, written over
         # the Attention tab's (``view``); a dropdown shows a label (``labels``: label -> value); a group of checkboxes

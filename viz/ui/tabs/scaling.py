@@ -12,6 +12,7 @@ from viz.scaling import PAPER_QUOTE
 from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, layer_slider, listener, page_and_api, sentence_box
 from viz.views import scaling
 from viz.views.attention import context, maps
+from viz.views.page import PAGE
 
 
 def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
@@ -81,7 +82,7 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
     # the two greedy decodes of a run (as trained, and with the factor) as one batch (Runs.trained_and_scaled)
     live = functools.update_wrapper(functools.partial(scaling.live_checked, both=runs.trained_and_scaled),
                                     scaling.live_checked)
-    frames = gr.Textbox(visible="hidden", elem_id="live-frames")  # the page's: drawn in the figures shown (live.js)
+    frames = gr.Textbox(visible="hidden", elem_id=PAGE["liveFrames"])  # drawn in the figures shown (live.js)
     # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
     # The endpoint answers the figures as they are; the page gets them as JSON (scaling.live_frames).
     page_and_api([run_btn.click, text.submit, tab.select, factor.change, kind.change, layer.change], live, cfg,
