@@ -291,3 +291,18 @@ def test_a_runs_figures_go_to_the_page_as_json_by_plot_id():
     for plot_id, fig in zip(views.LIVE_PLOTS, figs, strict=True):
         assert sent["figures"][plot_id] == json.loads(json.dumps(fig))
     assert json.loads(views.live_frames((*figs, ""))[0])["answer"] != sent["answer"]
+
+
+def test_sections_1_and_2_are_built_once_per_choice_and_each_call_gets_figures_of_its_own(monkeypatch):
+    """The same for every visitor (seeded samples): built on the first page load, then kept (viz.views.scaling)."""
+    built = []
+    for name in ("variance_figure", "curves_figure"):
+        real = getattr(V, name)
+        monkeypatch.setattr(V, name, lambda *a, _real=real, _name=name, **k: built.append(_name) or _real(*a, **k))
+    cpu = torch.device("cpu")
+    for view, args in ((views.variance_view, (7, 424242)), (views.saturation_view, (7, 12, 0.5, 424242))):
+        first, again = view(*args, device=cpu), view(*args, device=cpu)
+        assert first == again and first[0] is not again[0]
+        first[0]["layout"]["title"] = "changed by its caller"
+        assert view(*args, device=cpu)[0]["layout"].get("title") != "changed by its caller"
+    assert built == ["variance_figure", "curves_figure"]  # once each (a choice no other test makes)

@@ -17,7 +17,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -90,6 +90,23 @@ def _curves(n_keys: int, seed: int, device) -> dict:
     return footnote4.saturation_curves(n_keys=n_keys, seed=seed, device=device)
 
 
+def _built_once(view: Callable) -> Callable:
+    """``view`` (figures, then a text) built once for each choice of its arguments and kept as JSON (at most 32
+    choices): sections 1 and 2 are the same for every visitor (their samples are seeded), and building their four
+    figures took ~160 ms of the server's time on every page load. Each call gets figures of its own."""
+    @lru_cache(maxsize=32)
+    def kept(*args, **kwargs) -> str:
+        return json.dumps(view(*args, **kwargs))
+
+    @wraps(view)
+    def run(*args, **kwargs):
+        *shown, text = json.loads(kept(*args, **kwargs))
+        return (*(Figure(figure) for figure in shown), text)
+
+    return run
+
+
+@_built_once
 def variance_view(log2_dk, seed, *, device) -> tuple[Figure, Figure, str]:
     """Section 1: Var(q·k) against d_k, the histogram of q·k at this d_k, and their text."""
     d_k, seed = 2 ** int(log2_dk), int(seed)
@@ -100,6 +117,7 @@ def variance_view(log2_dk, seed, *, device) -> tuple[Figure, Figure, str]:
             finish_figure(figures.histogram_figure(samples, d_k), "histogram"), text)
 
 
+@_built_once
 def saturation_view(log2_dk, n_keys, factor, seed, *, device) -> tuple[Figure, Figure, str]:
     """Section 2: one query's softmax weights at the paper's and the chosen factor, the curves against d_k."""
     d_k, n_keys, seed = 2 ** int(log2_dk), int(n_keys), int(seed)
