@@ -17,19 +17,22 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
+import anyio
+import brotli
 import pytest
 from helpers import bad_values
 from helpers.raw_api import RawClient, api_info, arguments, valid
 
 from bench.common import ROOT, free_port
 from viz.offline import OFFLINE_ENV
-from viz.ui.guards import HEAD_SCRIPT
+from viz.ui.guards import HEAD_SCRIPT, CompressedAssets
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
@@ -286,6 +289,58 @@ def test_the_page_has_the_script_that_calms_gradios_frame_loop_first_and_only_th
         assert body.count(HEAD_SCRIPT) == 1 and length == len(body) and body.rstrip().endswith(b"</html>"), path
     with urllib.request.urlopen(url + "config", timeout=60) as answer:
         assert HEAD_SCRIPT not in answer.read()
+
+
+def test_the_page_assets_are_compressed_once_and_kept_and_a_part_of_one_is_gradios(url):
+    """GET /assets/<file> with Brotli: Gradio's bytes, compressed, their length told; Range goes on to Gradio."""
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        script = re.search(rb'src="\./(assets/index-[^"]+\.js)"', answer.read()).group(1).decode()
+    identity = urllib.request.Request(url + script, headers={"Accept-Encoding": "identity"})
+    with urllib.request.urlopen(identity, timeout=60) as answer:
+        plain = answer.read()
+    for _ in range(2):  # compressed, then kept
+        asked = urllib.request.Request(url + script, headers={"Accept-Encoding": "gzip, br"})
+        with urllib.request.urlopen(asked, timeout=60) as answer:
+            body, headers = answer.read(), answer.headers
+        assert headers["Content-Encoding"] == "br" and int(headers["Content-Length"]) == len(body) < len(plain)
+        assert brotli.decompress(body) == plain and headers["Vary"] == "Accept-Encoding" and headers["ETag"]
+    part = urllib.request.Request(url + script, headers={"Accept-Encoding": "br", "Range": "bytes=0-99"})
+    with urllib.request.urlopen(part, timeout=60) as answer:
+        assert answer.status == 206 and answer.headers["Content-Range"].startswith("bytes 0-99/")
+
+
+def test_kept_assets_are_answered_without_gradio_and_stay_within_their_bound():
+    """CompressedAssets: the app behind is asked once a file; the oldest used file goes past ``limit``; an answer
+    that is not a whole script or style (a 404 here) goes out as it came, and is not kept."""
+    asked = []
+
+    async def app(scope, receive, send):
+        asked.append(scope["path"])
+        found = scope["path"] != "/assets/none.js"
+        await send({"type": "http.response.start", "status": 200 if found else 404,
+                    "headers": [(b"content-type", b"text/javascript; charset=utf-8" if found else b"text/plain")]})
+        await send({"type": "http.response.body", "body": (scope["path"] * 400).encode()})
+
+    sizes = [len(brotli.compress((f"/assets/{name}.js" * 400).encode(), quality=4)) for name in "abc"]
+    assets = CompressedAssets(app, limit=2 * max(sizes))  # two files, not three
+    assert sum(sizes) > assets.limit
+
+    def get(path: str) -> tuple[int, bytes]:
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "path": path, "headers": [(b"accept-encoding", b"br")]}
+        anyio.run(assets.answer, scope, None, send, path)
+        body = sent[1]["body"]
+        return sent[0]["status"], brotli.decompress(body) if sent[0]["status"] == 200 else body
+
+    for path in ("/assets/a.js", "/assets/b.js", "/assets/a.js", "/assets/c.js", "/assets/a.js", "/assets/b.js"):
+        assert get(path) == (200, (path * 400).encode())
+    assert asked == ["/assets/a.js", "/assets/b.js", "/assets/c.js", "/assets/b.js"]  # b, the oldest used, went
+    assert assets.size <= assets.limit and list(assets.kept) == ["/assets/a.js", "/assets/b.js"]
+    assert get("/assets/none.js") == (404, ("/assets/none.js" * 400).encode()) and "/assets/none.js" not in assets.kept
 
 
 # ---------------------------------------------------------------------------- a broken model at app start
