@@ -127,6 +127,9 @@ def table(r: dict) -> str:
             rows.append(("Browser: alignment view at 60 tokens a side: click a token → its lines shown / click a "
                          "head → new figure drawn (median)", f"{lines['click_token_to_drawn']['median_ms']:.0f} / "
                          f"{lines['click_head_to_drawn']['median_ms']:.0f} ms", "", ""))
+        if "page_load" in b:  # viz.ui.guards: the page's assets compressed once; the Why tab's sections kept
+            rows.append(("Browser: a page load (a fresh visitor, until the first sentence is drawn) → the server's "
+                         "CPU time (app + model process; median)", f"{b['page_load']['server_cpu_ms']:.0f} ms", "", ""))
         rows = [row for row in rows if row]
         if "until_plotly_react" in b:
             rows.append(("Browser: of which click → Plotly.react (server + network + Gradio's page; the rest is "

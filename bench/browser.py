@@ -278,7 +278,50 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
     return out
 
 
+def process_tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by the process ``pid`` and its children (the app and its model
+    process), from /proc; 0 where there is none (not Linux)."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for entry in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(entry) == pid or int(fields[1]) == pid:  # (fields[1]: its parent)
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def page_loads(url: str, pid: int, n: int) -> dict:
+    """The server's CPU time for one visitor's page load (the app and its model process), in ``n`` fresh browser
+    contexts, each until the first sentence is drawn: what every visitor of a Space costs it before any click."""
+    from playwright.sync_api import sync_playwright  # test requirement only
+
+    spent = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            for i in range(n + 1):  # the first loads the page's assets and the model's first run: a warm-up
+                before = process_tree_cpu_s(pid)
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                page = context.new_page()
+                page.goto(url, wait_until="load", timeout=60_000)
+                page.wait_for_function("() => document.querySelector('#translation textarea')?.value",
+                                       timeout=60_000)
+                page.wait_for_timeout(500)  # the load's chained events
+                if i:
+                    spent.append(process_tree_cpu_s(pid) - before)
+                context.close()
+        finally:
+            browser.close()
+    return {"server_cpu_ms": sorted(spent)[len(spent) // 2] * 1000, "loads": len(spent)}
+
+
 def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     repeats = 3 if quick else 12
     with app_process(("-m", "bench.serve")) as app:
-        return measure(app.url, repeats, deadline=time.perf_counter() + (60 if quick else 240), log=log)
+        out = measure(app.url, repeats, deadline=time.perf_counter() + (60 if quick else 240), log=log)
+        out["page_load"] = page_loads(app.url, app.proc.pid, 3 if quick else 8)
+    log(f"  browser: a page load takes {out['page_load']['server_cpu_ms']:.0f} ms of the server's CPU")
+    return out

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -332,7 +333,8 @@ def test_kept_assets_are_answered_without_gradio_and_stay_within_their_bound():
             sent.append(message)
 
         scope = {"type": "http", "path": path, "headers": [(b"accept-encoding", b"br")]}
-        anyio.run(assets.answer, scope, None, send, path)
+        with ThreadPoolExecutor(1) as thread:  # (a loop of its own: Playwright's may run in this thread)
+            thread.submit(anyio.run, assets.answer, scope, None, send, path).result()
         body = sent[1]["body"]
         return sent[0]["status"], brotli.decompress(body) if sent[0]["status"] == 200 else body
 
