@@ -35,7 +35,7 @@ from viz.ui.guards import guarded
 from viz.ui.lecture import build_lecture
 from viz.ui.limits import fair_queue, raw_json_answers
 from viz.ui.logs import bounded_logs
-from viz.ui.patches import answer_every_value, lean_sessions, no_queue_analytics, progress_on_components
+from viz.ui.patches import answer_every_value, lean_sessions, progress_on_components, quiet_queue
 from viz.ui.server import limited_server
 from viz.ui.tabs.architecture import build_architecture
 from viz.ui.tabs.attention import build_attention
@@ -106,7 +106,7 @@ def launch(demo: gr.Blocks, **kwargs):
     workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
     fair_queue()  # no visitor holds more than a few places; unread answers are dropped (viz.ui.limits)
     demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
-    no_queue_analytics(demo)  # no pandas summary of every past event after each one (viz.ui.patches)
+    quiet_queue(demo)  # no summary of every past event after each one; an idle queue waits (viz.ui.patches)
     raw_json_answers()  # an answer written as JSON once is sent as it is (viz.ui.limits)
     limited_server()  # bounded bodies, headers and connections (viz.ui.server)
     bounded_logs()  # a bad input is one line, a fault a cut traceback (viz.ui.logs)

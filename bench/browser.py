@@ -323,5 +323,9 @@ def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     with app_process(("-m", "bench.serve")) as app:
         out = measure(app.url, repeats, deadline=time.perf_counter() + (60 if quick else 240), log=log)
         out["page_load"] = page_loads(app.url, app.proc.pid, 3 if quick else 8)
-    log(f"  browser: a page load takes {out['page_load']['server_cpu_ms']:.0f} ms of the server's CPU")
+        before, seconds = process_tree_cpu_s(app.proc.pid), 3 if quick else 10
+        time.sleep(seconds)  # no page open: what the app costs with no visitor
+        out["idle_cpu_percent"] = 100 * (process_tree_cpu_s(app.proc.pid) - before) / seconds
+    log(f"  browser: a page load takes {out['page_load']['server_cpu_ms']:.0f} ms of the server's CPU; "
+        f"with no visitor the app uses {out['idle_cpu_percent']:.1f} % of a core")
     return out

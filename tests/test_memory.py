@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -80,6 +81,21 @@ def test_the_queue_keeps_no_record_of_past_events(served):
         visualise(served, 700 + i)
     assert len(queue.event_analytics) <= 1
     assert queue.compute_analytics_summary(list(queue.event_analytics.values())) == {"functions": {}}
+
+
+def test_an_idle_queue_waits_for_its_next_event_and_answers_it(served, monkeypatch):
+    """Gradio's queue looked for a new event 1,000 times a second while it had none, and for progress 100 times
+    (``viz.ui.patches.queue_waits_for_events``): an idle app's loops now wait for the next event, which is answered."""
+    queue = served.demo._queue
+    looks = []
+    real = type(queue).__len__
+    monkeypatch.setattr(type(queue), "__len__", lambda self: looks.append(1) or real(self))
+    visualise(served, 900)
+    time.sleep(0.2)  # (the event's last looks)
+    looks.clear()
+    time.sleep(1.0)
+    assert len(looks) <= 20, len(looks)  # Gradio's loops: ~1,100 looks a second
+    assert visualise(served, 901)  # the next event is taken and answered
 
 
 def test_a_session_whose_result_was_evicted_gets_its_views_again(served):

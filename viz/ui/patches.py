@@ -6,13 +6,18 @@ tests/test_server_limits.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import html
 import os
+import sys
 from copy import copy
+from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
+import gradio.queueing as queueing
 import gradio.state_holder as state_holder
 
 from viz.ui import values
@@ -84,6 +89,59 @@ def no_queue_analytics(demo: gr.Blocks) -> None:
     queue = demo._queue
     queue.ANALYTICS_MAX_EVENTS = 1  # the record of the event running, which the queue updates in place
     queue.compute_analytics_summary = lambda records: queue.cached_event_analytics_summary
+
+
+def quiet_queue(demo: gr.Blocks) -> None:
+    """The queue's work beyond the events it runs, cut: ``no_queue_analytics`` and ``queue_waits_for_events``. Call
+    after ``demo.queue`` (which makes the queue)."""
+    no_queue_analytics(demo)
+    queue_waits_for_events(demo)
+
+
+IDLE_WAIT_S = 1.0  # the longest a queue's loop waits for an event before it looks again anyway
+
+
+def queue_waits_for_events(demo: gr.Blocks) -> None:
+    """While nothing is queued, the queue's loops wait for the next event instead of looking for one.
+
+    Gradio 6.31.0's ``Queue.start_processing`` looks for a new event 1,000 times a second (it sleeps
+    ``sleep_when_free``, 1 ms on Linux, between looks) and ``start_progress_updates`` looks for progress 100 times a
+    second: ~3.5 % of a core for an app nobody uses (``python -m bench --sections browser``: its idle row). Here each
+    of those sleeps, taken while the queue is empty (and, for progress, no job runs), waits until the queue's next
+    event is pushed, or ``IDLE_WAIT_S``; every other sleep, and the loops themselves, are Gradio's. The sleep is told
+    apart by the queue that takes it (its caller's ``self``). Call after ``demo.queue`` (which makes the queue)."""
+    queue = demo._queue
+    queue.attn_pushed = asyncio.Event()  # (bound to the server's loop when first awaited there)
+    push = queue.push
+
+    async def pushing(*args, **kwargs):
+        try:
+            return await push(*args, **kwargs)
+        finally:
+            queue.attn_pushed.set()
+
+    queue.push = pushing
+    if not isinstance(queueing.asyncio, SimpleNamespace):  # once a process: the queueing module's asyncio.sleep
+        names = {name: getattr(asyncio, name) for name in dir(asyncio) if not name.startswith("__")}
+        queueing.asyncio = SimpleNamespace(**{**names, "sleep": _queue_sleep})
+
+
+def _queue_sleep(delay, *args, **kwargs):
+    """``asyncio.sleep`` for gradio.queueing: a patched queue's idle look waits for its next event instead."""
+    queue = sys._getframe(1).f_locals.get("self")
+    pushed = getattr(queue, "attn_pushed", None)
+    idle = pushed is not None and not queue.stopped and len(queue) == 0 and (
+        delay == queue.sleep_when_free or (delay == queue.progress_update_sleep_when_free
+                                           and all(job is None for job in queue.active_jobs)))
+    if not idle:
+        return asyncio.sleep(delay, *args, **kwargs)
+    pushed.clear()
+    return _wait(pushed)
+
+
+async def _wait(pushed: asyncio.Event) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(pushed.wait(), IDLE_WAIT_S)
 
 
 def answer_every_value(demo: gr.Blocks) -> None:
