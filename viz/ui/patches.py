@@ -106,7 +106,7 @@ def queue_waits_for_events(demo: gr.Blocks) -> None:
 
     Gradio 6.31.0's ``Queue.start_processing`` looks for a new event 1,000 times a second (it sleeps
     ``sleep_when_free``, 1 ms on Linux, between looks) and ``start_progress_updates`` looks for progress 100 times a
-    second: ~3.5 % of a core for an app nobody uses (``python -m bench --sections browser``: its idle row). Here each
+    second: 4 % of a core for an app nobody uses (``python -m bench --sections browser``: its idle row). Here each
     of those sleeps, taken while the queue is empty (and, for progress, no job runs), waits until the queue's next
     event is pushed, or ``IDLE_WAIT_S``; every other sleep, and the loops themselves, are Gradio's. The sleep is told
     apart by the queue that takes it (its caller's ``self``). Call after ``demo.queue`` (which makes the queue)."""
