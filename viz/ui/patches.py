@@ -102,46 +102,67 @@ IDLE_WAIT_S = 1.0  # the longest a queue's loop waits for an event before it loo
 
 
 def queue_waits_for_events(demo: gr.Blocks) -> None:
-    """While nothing is queued, the queue's loops wait for the next event instead of looking for one.
+    """The queue's loops wait for a change instead of looking for one.
 
-    Gradio 6.31.0's ``Queue.start_processing`` looks for a new event 1,000 times a second (it sleeps
-    ``sleep_when_free``, 1 ms on Linux, between looks) and ``start_progress_updates`` looks for progress 100 times a
-    second: 4 % of a core for an app nobody uses (``python -m bench --sections browser``: its idle row). Here each
-    of those sleeps, taken while the queue is empty (and, for progress, no job runs), waits until the queue's next
-    event is pushed, or ``IDLE_WAIT_S``; every other sleep, and the loops themselves, are Gradio's. The sleep is told
-    apart by the queue that takes it (its caller's ``self``). Call after ``demo.queue`` (which makes the queue)."""
+    Gradio 6.31.0's ``Queue.start_processing`` looks for an event it can start 1,000 times a second whenever it has
+    none (it sleeps ``sleep_when_free``, 1 ms on Linux, between looks: with the queue empty, with every worker busy,
+    or with the events queued all held back by their concurrency limit), and ``start_progress_updates`` looks for
+    progress 100 times a second: 4 % of a core for an app nobody uses (``python -m bench --sections browser``: its
+    idle row), more while requests wait their turn. What it waits for can only change when an event is pushed or a
+    job ends: here those sleeps wait for the next such change instead (or ``IDLE_WAIT_S``), the progress loop's only
+    while no job runs; every other sleep, and the loops themselves, are Gradio's. A sleep is told apart by the queue
+    that takes it (its caller's ``self``). Call after ``demo.queue`` (which makes the queue)."""
     queue = demo._queue
-    queue.attn_pushed = asyncio.Event()  # (bound to the server's loop when first awaited there)
-    push = queue.push
+    queue.attn_changed = asyncio.Event()  # (bound to the server's loop when first awaited there)
+    queue.attn_changes = queue.attn_looked = 0  # changes counted; how many there were when it last looked
 
-    async def pushing(*args, **kwargs):
-        try:
-            return await push(*args, **kwargs)
-        finally:
-            queue.attn_pushed.set()
+    def then_changed(method):
+        async def run(*args, **kwargs):
+            try:
+                return await method(*args, **kwargs)
+            finally:
+                queue.attn_changes += 1
+                queue.attn_changed.set()
 
-    queue.push = pushing
+        return run
+
+    get_events = queue.get_events
+
+    def looking():
+        queue.attn_looked = queue.attn_changes
+        return get_events()
+
+    queue.push, queue.process_events = then_changed(queue.push), then_changed(queue.process_events)
+    queue.get_events = looking
     if not isinstance(queueing.asyncio, SimpleNamespace):  # once a process: the queueing module's asyncio.sleep
         names = {name: getattr(asyncio, name) for name in dir(asyncio) if not name.startswith("__")}
         queueing.asyncio = SimpleNamespace(**{**names, "sleep": _queue_sleep})
 
 
 def _queue_sleep(delay, *args, **kwargs):
-    """``asyncio.sleep`` for gradio.queueing: a patched queue's idle look waits for its next event instead."""
+    """``asyncio.sleep`` for gradio.queueing: a patched queue's look that can find nothing new waits for a change."""
     queue = sys._getframe(1).f_locals.get("self")
-    pushed = getattr(queue, "attn_pushed", None)
-    idle = pushed is not None and not queue.stopped and len(queue) == 0 and (
-        delay == queue.sleep_when_free or (delay == queue.progress_update_sleep_when_free
-                                           and all(job is None for job in queue.active_jobs)))
-    if not idle:
+    changed = getattr(queue, "attn_changed", None)
+    if changed is None or queue.stopped or not _nothing_to_find(queue, delay):
         return asyncio.sleep(delay, *args, **kwargs)
-    pushed.clear()
-    return _wait(pushed)
+    changed.clear()
+    return _wait(changed)
 
 
-async def _wait(pushed: asyncio.Event) -> None:
+def _nothing_to_find(queue, delay) -> bool:
+    """Whether the loop taking this sleep can find nothing new before an event is pushed or a job ends (checked
+    with no await between it and the wait: a change after it sets the event waited for)."""
+    if delay == queue.progress_update_sleep_when_free:  # progress: no job runs, none is waiting to start
+        return len(queue) == 0 and all(job is None for job in queue.active_jobs)
+    if delay != queue.sleep_when_free:
+        return False
+    # start_processing: nothing queued; every worker busy; or nothing pushed or ended since get_events found nothing
+    return len(queue) == 0 or None not in queue.active_jobs or queue.attn_changes == queue.attn_looked
+
+
+async def _wait(changed: asyncio.Event) -> None:
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(pushed.wait(), IDLE_WAIT_S)
+        await asyncio.wait_for(changed.wait(), IDLE_WAIT_S)
 
 
 def answer_every_value(demo: gr.Blocks) -> None:
