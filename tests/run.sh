@@ -14,6 +14,6 @@ if ! command -v chromium >/dev/null; then
 fi
 "$VENV/bin/ruff" check .
 # Two workers (pytest-xdist), one test file each at a time, the browser files first (tests/conftest.py): the two cores
-# are busy all along (Chromium, the apps, the tests). On a quiet 2-core machine: 6 min 8 s with two workers, 6 min 25 s
-# with three (-n 3).
+# are busy all along (Chromium, the apps, the tests). On a quiet 2-core machine this whole command took 5 min 16 s and
+# 5 min 23 s (two runs); a third worker (-n 3) was slower, the cores being the limit.
 "$VENV/bin/python" -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests "$@"
