@@ -1,9 +1,9 @@
 /* The Why tab's run (section 3): its three figures come as JSON in a hidden textbox (viz.views.scaling.live_frames),
    not as three new Plot values (each drawn from scratch in a new element, ~1.7 times as long as in place). Each is
    drawn whole by Plotly.react in the figure shown (inside.js's shared.drawInPlace: the Plot keeps its value, and
-   should Gradio draw that value again, the figure drawn in its place is drawn instead). A figure not drawn yet (the tab's
-   first run) becomes its Plot's value: window.attnLiveRun returns the three Plots' outputs, undefined (no change) for
-   those drawn in place. */
+   should Gradio draw that value again, the figure drawn in its place is drawn instead). A figure not drawn yet (the
+   tab's first run) becomes its Plot's value: window.attnLiveRun returns the three Plots' outputs, undefined (no
+   change) for those drawn in place. */
 (page, {plotOf, drawInPlace, onChange}) => {
   const shown = (id) => {
     const gd = plotOf(id);
