@@ -131,8 +131,8 @@ def table(r: dict) -> str:
             rows.append(("Browser: a page load (a fresh visitor, until the first sentence is drawn) → the server's "
                          "CPU time (app + model process; median)", f"{b['page_load']['server_cpu_ms']:.0f} ms", "", ""))
         if "idle_cpu_percent" in b:  # viz.ui.patches.queue_waits_for_events
-            rows.append(("The app with no visitor: the server's CPU (app + model process; % of one core over 10 s)",
-                         f"{b['idle_cpu_percent']:.1f} %", "", ""))
+            rows.append(("The app with no visitor: the server's CPU (app + model process; % of one core over "
+                         f"{b.get('idle_seconds', 10)} s)", f"{b['idle_cpu_percent']:.1f} %", "", ""))
         rows = [row for row in rows if row]
         if "until_plotly_react" in b:
             rows.append(("Browser: of which click → Plotly.react (server + network + Gradio's page; the rest is "

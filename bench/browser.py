@@ -25,7 +25,7 @@ import os
 import time
 from collections.abc import Callable
 
-from bench.common import _POOL, app_process, is_loopback, stats, words
+from bench.common import _POOL, app_process, cpu_seconds, is_loopback, stats, words
 
 # Debian's Chromium, driven by Playwright (never `playwright install`); these flags keep it off the network.
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -278,21 +278,6 @@ def measure(url: str, repeats: int, deadline: float, log: Callable[[str], None] 
     return out
 
 
-def process_tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) used so far by the process ``pid`` and its children (the app and its model
-    process), from /proc; 0 where there is none (not Linux)."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
-    for entry in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(entry) == pid or int(fields[1]) == pid:  # (fields[1]: its parent)
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
 def page_loads(url: str, pid: int, n: int) -> dict:
     """The server's CPU time for one visitor's page load (the app and its model process), in ``n`` fresh browser
     contexts, each until the first sentence is drawn: what every visitor of a Space costs it before any click."""
@@ -303,7 +288,7 @@ def page_loads(url: str, pid: int, n: int) -> dict:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             for i in range(n + 1):  # the first loads the page's assets and the model's first run: a warm-up
-                before = process_tree_cpu_s(pid)
+                before = cpu_seconds(pid)
                 context = browser.new_context(viewport={"width": 1400, "height": 1000})
                 page = context.new_page()
                 page.goto(url, wait_until="load", timeout=60_000)
@@ -311,7 +296,7 @@ def page_loads(url: str, pid: int, n: int) -> dict:
                                        timeout=60_000)
                 page.wait_for_timeout(500)  # the load's chained events
                 if i:
-                    spent.append(process_tree_cpu_s(pid) - before)
+                    spent.append(cpu_seconds(pid) - before)
                 context.close()
         finally:
             browser.close()
@@ -323,9 +308,10 @@ def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     with app_process(("-m", "bench.serve")) as app:
         out = measure(app.url, repeats, deadline=time.perf_counter() + (60 if quick else 240), log=log)
         out["page_load"] = page_loads(app.url, app.proc.pid, 3 if quick else 8)
-        before, seconds = process_tree_cpu_s(app.proc.pid), 3 if quick else 10
+        before, seconds = cpu_seconds(app.proc.pid), 3 if quick else 10
         time.sleep(seconds)  # no page open: what the app costs with no visitor
-        out["idle_cpu_percent"] = 100 * (process_tree_cpu_s(app.proc.pid) - before) / seconds
+        out["idle_cpu_percent"] = 100 * (cpu_seconds(app.proc.pid) - before) / seconds
+        out["idle_seconds"] = seconds
     log(f"  browser: a page load takes {out['page_load']['server_cpu_ms']:.0f} ms of the server's CPU; "
         f"with no visitor the app uses {out['idle_cpu_percent']:.1f} % of a core")
     return out

@@ -11,10 +11,11 @@
   };
   const draw = (figures) => drawInPlace(
     Object.fromEntries(page.livePlots.filter(shown).map((id) => [id, figures[id]])), true);
+  let drawnText = null;  // the answer drawn as it came (below)
   window.attnLiveRun = (text) => {
     if (!text) return page.livePlots.map(() => undefined);
     const {figures} = JSON.parse(text);
-    draw(figures);  // (drawn already as the answer came: nothing is drawn twice)
+    if (text !== drawnText) draw(figures);
     return page.livePlots.map((id) => (shown(id) ? undefined : {type: 'plotly', plot: JSON.stringify(figures[id])}));
   };
   // The figures shown are drawn as Gradio writes the answer into the hidden textbox (its value set), not a task later
@@ -29,7 +30,12 @@
       get() { return get.call(this); },
       set(text) {
         set.call(this, text);
-        if (text) queueMicrotask(() => draw(JSON.parse(text).figures));
+        if (text) {
+          queueMicrotask(() => {
+            drawnText = text;
+            draw(JSON.parse(text).figures);
+          });
+        }
       },
     });
   };
