@@ -90,9 +90,18 @@ SMALLEST = """(id) => Math.min(...[...document.querySelectorAll(`#${id} .main-sv
     .map((t) => parseFloat(getComputedStyle(t).fontSize)))"""
 
 
+# Each shown figure: [its id, its box's height, the figure's, how much of it its block cuts]
+HEIGHTS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => gd.offsetParent).map((gd) => {
+    const box = (e) => e.getBoundingClientRect(), drawn = box(gd.querySelector('.main-svg'));
+    const cut = Math.max(0, drawn.bottom - box(gd.closest('.block')).bottom);
+    return [gd.closest('[id]:not(.js-plotly-plot)')?.id, ...[box(gd).height, drawn.height, cut].map(Math.round)];
+})"""
+
+
 def test_switching_presentation_mode_redraws_the_figures_of_other_tabs(browser: Browser, server: str):
     """The checkbox is on the Attention tab; the Why 1/√d_k tab's figures, drawn before it was switched on, are drawn
-    again with large text when that tab shows, and small again once it is switched off."""
+    again with large text when that tab shows, and small again once it is switched off; each keeps its height (drawn
+    again in place, three of them once had a box of no height, their blocks cutting them at 200 px: app.css)."""
     with new_page(browser, *WIDE) as page:
         page.goto(f"{server}?tab=scaling")
         visit(page, "scaling")
@@ -106,3 +115,6 @@ def test_switching_presentation_mode_redraws_the_figures_of_other_tabs(browser: 
             page.wait_for_function(f"([id, least, on]) => (({SMALLEST})(id) >= least) === on",
                                    arg=["softmax-weights", LEAST_PX, on])
             assert check(page.evaluate(SMALLEST, "softmax-weights"))
+            page.evaluate(STILL)
+            shown = page.evaluate(HEIGHTS)
+            assert len(shown) >= 4 and all(box == drawn and cut == 0 for _, box, drawn, cut in shown), (on, shown)
