@@ -13,6 +13,7 @@ from helpers.plotly import array, figure
 from helpers.scripts import HAS_HEATMAP, still
 from playwright.sync_api import Browser, Page
 
+from viz.views.page import WEB
 from viz.views.scaling import LIVE_PLOTS
 
 # Each figure as shown: its traces' x, y, z, text and its titles (typed arrays as lists), and the mark set before
@@ -38,7 +39,7 @@ def flat(value) -> list:
 def test_a_run_is_drawn_in_the_figures_shown_as_the_endpoint_answers(page: Page, server: str):
     open_app(page, server)
     select_tab(page, "Why 1/√d_k")
-    for plot_id in LIVE_PLOTS:  # the tab's first run: the Plots' own values
+    for plot_id in LIVE_PLOTS:  # the tab's first run, drawn over the Plots' own blank figures
         page.wait_for_function(HAS_HEATMAP if plot_id != "live-entropy" else
                                "(id) => !!document.querySelector(`#${id} .js-plotly-plot .main-svg`)", arg=plot_id)
     page.evaluate("(ids) => ids.forEach((id) => { document.querySelector(`#${id} .js-plotly-plot`)"
@@ -72,3 +73,43 @@ def test_a_run_is_drawn_in_the_figures_shown_as_the_endpoint_answers(page: Page,
                         (plot_id, key)
                 else:
                     assert a == b, (plot_id, key)
+
+
+# live.js alone, on a page of its own: a fake contract and shared helpers that record what it draws
+LIVE_ALONE = """(source) => {
+  document.body.innerHTML = '<div id="live-frames"><textarea></textarea></div>'
+    + ['live-normal', 'live-changed', 'live-entropy'].map((id) => `<div id="${id}"></div>`).join('');
+  window.drawn = [];
+  const shared = {plotOf: (id) => document.querySelector(`#${id} .js-plotly-plot`),
+                  drawInPlace: (figures, anew) => { window.drawn.push([figures, anew]); },
+                  onChange: () => {}};
+  (0, eval)(source)({livePlots: ['live-normal', 'live-changed', 'live-entropy'], liveFrames: 'live-frames'}, shared);
+  window.answer = (tag) => { document.querySelector('#live-frames textarea').value = JSON.stringify({figures: {
+    'live-normal': `normal ${tag}`, 'live-changed': `changed ${tag}`, 'live-entropy': `entropy ${tag}`}}); };
+  window.plotDraws = (id) => {  // the Plot's element drawn (as draw.js tells the page)
+    let gd = shared.plotOf(id);
+    if (!gd) {
+      gd = Object.assign(document.createElement('div'), {className: 'js-plotly-plot', attnSent: {}});
+      document.getElementById(id).append(gd);
+    }
+    gd.dispatchEvent(new CustomEvent('attn-drawn', {bubbles: true}));
+  };
+}"""
+SETTLE = "() => new Promise((r) => setTimeout(() => r(window.drawn.splice(0)), 0))"
+
+
+def test_a_run_answered_before_its_plots_are_drawn_is_drawn_in_each_once_it_has_drawn(page: Page):
+    """The tab's first run may come before its Plots have drawn their own figures (the tab still being made): each
+    figure waits for its Plot's first draw; one whose Plot has drawn is drawn at once, with the last answer."""
+    page.set_content("<html><body></body></html>")
+    page.evaluate(LIVE_ALONE, (WEB / "live.js").read_text(encoding="utf-8"))
+    page.evaluate("() => window.answer(1)")
+    assert page.evaluate(SETTLE) == [[{}, True]]  # no Plot drawn yet: nothing to draw in
+    page.evaluate("() => window.plotDraws('live-normal')")
+    assert page.evaluate(SETTLE) == [[{"live-normal": "normal 1"}, True]]
+    page.evaluate("() => window.plotDraws('live-normal')")  # (its own draw of what it was given, say)
+    assert page.evaluate(SETTLE) == []
+    page.evaluate("() => window.answer(2)")  # the next run: the Plot drawn gets it, the others wait for it
+    assert page.evaluate(SETTLE) == [[{"live-normal": "normal 2"}, True]]
+    page.evaluate("() => { window.plotDraws('live-entropy'); window.plotDraws('live-changed'); }")
+    assert page.evaluate(SETTLE) == [[{"live-entropy": "entropy 2"}, True], [{"live-changed": "changed 2"}, True]]

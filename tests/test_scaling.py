@@ -306,3 +306,17 @@ def test_sections_1_and_2_are_built_once_per_choice_and_each_call_gets_figures_o
         first[0]["layout"]["title"] = "changed by its caller"
         assert view(*args, device=cpu)[0]["layout"].get("title") != "changed by its caller"
     assert built == ["variance_figure", "curves_figure"]  # once each (a choice no other test makes)
+
+
+@pytest.mark.parametrize("n_layers", [2, 6])
+def test_the_runs_plots_start_blank_and_as_tall_as_a_runs_entropy_figure(n_layers):
+    """viz.views.scaling.live_waiting: the Plots' own figures until a run is drawn in them (assets/web/live.js) — no
+    data, the words that say so, and the entropy figure's height for the model's layers (no jump when a run comes)."""
+    from model.network.config import TransformerConfig
+
+    cfg = TransformerConfig(vocab_size=20, d_model=16, n_heads=2, n_layers=n_layers, d_ff=32)
+    waiting = views.live_waiting(cfg)
+    run = V.entropy_comparison_figure(np.ones((n_layers, 2)), np.zeros((n_layers, 2)))
+    assert len(waiting) == len(views.LIVE_PLOTS) and all(not w["data"] for w in waiting)
+    assert all(w["layout"]["annotations"][0]["text"] == views.WAITING for w in waiting)
+    assert waiting[2]["layout"]["height"] == run.layout.height

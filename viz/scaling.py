@@ -372,7 +372,7 @@ def entropy_comparison_figure(
         raise ValueError(f"expected two (L, H) arrays of one shape, got {a.shape} and {b.shape}")
     n_layers, n_heads = a.shape
     top = float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
-    panel_px, gap_px = 32 * n_layers, 64
+    panel_px, gap_px = _ENTROPY_ROW_PX * n_layers, _ENTROPY_GAP_PX
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=gap_px / (2 * panel_px + gap_px),
                         subplot_titles=labels)
     for row, z in enumerate((a, b), start=1):
@@ -387,9 +387,28 @@ def entropy_comparison_figure(
     fig.update_xaxes(dtick=1, showgrid=False, showline=False, ticks="")
     fig.update_xaxes(title=dict(text="head"), row=2, col=1)
     fig.update_yaxes(title=dict(text="layer"), dtick=1, showgrid=False, showline=False, ticks="")
-    fig = _style(fig, 2 * panel_px + gap_px + 60 + 110, top=60)
+    fig = _style(fig, entropy_height(n_layers), top=60)
     fig.update_layout(margin=dict(l=60, r=12, b=110))
     return fig
+
+
+_ENTROPY_ROW_PX, _ENTROPY_GAP_PX = 32, 64
+
+
+def entropy_height(n_layers: int) -> int:
+    """The height of ``entropy_comparison_figure`` for ``n_layers`` layers: two maps, the gap, the titles and the
+    colour bar."""
+    return 2 * _ENTROPY_ROW_PX * n_layers + _ENTROPY_GAP_PX + 60 + 110
+
+
+def waiting_figure(height: int, text: str) -> dict:
+    """A blank figure ``height`` px tall with ``text`` in its middle: what a figure of the model's run shows until the
+    run's own is drawn in its place (a spec dict: no axes, no data)."""
+    hidden = dict(visible=False)
+    return dict(data=[], layout=dict(
+        height=height, margin=dict(l=8, r=8, t=30, b=8), paper_bgcolor=TRANSPARENT, plot_bgcolor=TRANSPARENT,
+        xaxis=hidden, yaxis=hidden, font=dict(color=TEXT_COLOR, size=14),
+        annotations=[dict(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)]))
 
 
 def entropy_comparison_text(

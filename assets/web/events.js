@@ -16,8 +16,6 @@
   // Inside a head: every query's figures of the head shown, held; a new query drawn from them before its call is sent.
   insideHold: (held) => window.attnInsideHold(held),
   insideHeld: (...inputs) => window.attnInsideHeld(...inputs),
-  // The Why tab's run: its figures drawn in those shown (assets/web/live.js).
-  liveRun: (frames) => window.attnLiveRun(frames),
   // A message shown at once: a sentence typed but not yet run (the figures still show the last run).
   show: (message) => message,
   // The alignment view is out of date: assets/web/lines.js asks for it again once it is on screen.

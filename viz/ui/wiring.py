@@ -83,6 +83,11 @@ def listener(present, *args, **kwargs):
     return run
 
 
+def plot_value(figure: Figure) -> PlotData:
+    """A finished figure as a gr.Plot's value (its value from the start, as an output's: ``_shown``)."""
+    return _shown(figure)
+
+
 def _shown(value):
     """A presenter's output as Gradio takes it. Gradio 6.31.0's gr.Plot wants a plotly Figure, whose ``to_json`` it
     calls in ``postprocess``; a ``Figure`` is the finished plain-JSON dict, so it goes as the ``PlotData`` that

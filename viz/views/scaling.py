@@ -193,6 +193,14 @@ def entropy_figure(normal: np.ndarray, changed: np.ndarray, labels: tuple[str, s
 
 # The run's three figures by their Plot's element id, in live_view's order
 LIVE_PLOTS = ("live-normal", "live-changed", "live-entropy")
+WAITING = "The model's run is drawn here."
+
+
+def live_waiting(cfg: TransformerConfig) -> tuple[Figure, Figure, Figure]:
+    """The three Plots' own figures (blank, as tall as a run's usually are): each run is drawn in the figure shown
+    (``live_frames``, assets/web/live.js), so that the Plots have one from the start."""
+    heights = (360, 360, figures.entropy_height(cfg.n_layers))
+    return tuple(finish_figure(figures.waiting_figure(h, WAITING), "scale_waiting") for h in heights)
 
 
 def live_frames(out: tuple) -> tuple[str, str]:

@@ -9,7 +9,17 @@ import functools
 import gradio as gr
 
 from viz.scaling import PAPER_QUOTE
-from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, layer_slider, listener, page_and_api, sentence_box
+from viz.ui.wiring import (
+    PRIVATE,
+    Page,
+    how_to_read,
+    in_browser,
+    layer_slider,
+    listener,
+    page_and_api,
+    plot_value,
+    sentence_box,
+)
 from viz.views import scaling
 from viz.views.attention import context, maps
 from viz.views.page import PAGE
@@ -73,10 +83,12 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
         run_btn = gr.Button("Run the model", variant="primary", scale=1, elem_id="live-run")
     live_notice = gr.Markdown(elem_id="live-notice")
     text.input(None, None, live_notice, js=in_browser("show", context.EDITED_LIVE))
+    # Each run is drawn in the figure shown (live.js): the Plots keep these blank figures of their own as values.
+    waiting = [plot_value(figure) for figure in scaling.live_waiting(cfg)]
     with gr.Row():
-        normal = gr.Plot(label="As trained", elem_id="live-normal")
-        changed = gr.Plot(label="With the chosen scale", elem_id="live-changed")
-    entropy = gr.Plot(label="Mean attention entropy per head", elem_id="live-entropy")
+        normal = gr.Plot(waiting[0], label="As trained", elem_id="live-normal")
+        changed = gr.Plot(waiting[1], label="With the chosen scale", elem_id="live-changed")
+    entropy = gr.Plot(waiting[2], label="Mean attention entropy per head", elem_id="live-entropy")
     summary = gr.Markdown(elem_id="live-summary")
     to_inside = gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
     # the two greedy decodes of a run (as trained, and with the factor) as one batch (Runs.trained_and_scaled)
@@ -90,5 +102,4 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
                  outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
                  page_outputs=[frames, summary], to_page=scaling.live_frames, preprocess=False,
                  trigger_mode="always_last", show_progress_on=[normal, changed, entropy, summary])
-    frames.change(None, frames, [normal, changed, entropy], js=in_browser("liveRun"))
     return to_inside
