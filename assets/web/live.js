@@ -5,8 +5,9 @@
    is drawn instead). A figure whose Plot has not drawn yet (the tab's first run, its Plots still being made) waits
    for the Plot's first draw.
 
-   Drawn as Gradio writes the answer into the hidden textbox (its value set): no change event, whose dispatch cost
-   the page ~30 ms of Gradio's own work (its loading status of every component) before the draws could start. */
+   Drawn as Gradio writes the answer into the hidden textbox (its value set), with no change event on that box: one
+   Gradio dispatch less per run (Gradio 6.31.0 updates the loading status of every component the page has run at each
+   dispatch, main-thread work that grows as the page is used). */
 (page, {plotOf, drawInPlace, onChange}) => {
   const waiting = new Map();  // a Plot's id -> the last answer's figure for it, until the Plot has drawn
   const shown = (id) => {
