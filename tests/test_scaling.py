@@ -239,8 +239,14 @@ def test_curves_figure_and_text(curves):
 def test_entropy_comparison_figure_and_text():
     normal, changed = np.full((6, 8), 2.0), np.full((6, 8), 0.5)
     fig = V.entropy_comparison_figure(normal, changed, ("scaled", "unscaled"))
-    assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
-    assert all(t.coloraxis == "coloraxis" and np.asarray(t.z).shape == (6, 8) for t in fig.data)
+    (trace,) = fig.data  # one map: the changed model's layers at the bottom, two empty rows, the trained one's
+    z = np.asarray(trace.z)
+    assert trace.type == "heatmap" and trace.coloraxis == "coloraxis" and z.shape == (14, 8)
+    assert (z[:6] == 0.5).all() and np.isnan(z[6:8]).all() and (z[8:] == 2.0).all()
+    assert list(fig.layout.yaxis.tickvals) == [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14]
+    assert list(fig.layout.yaxis.ticktext) == [str(k) for k in range(1, 7)] * 2
+    assert [(a.text, a.y) for a in fig.layout.annotations] == [("scaled", 14.5), ("unscaled", 6.5)]  # above each half
+    assert trace.customdata[0][0] == "unscaled · layer 1" and trace.customdata[13][7] == "scaled · layer 6"
     assert fig.layout.coloraxis.cmax == 2.0  # the larger of the two
     text = V.entropy_comparison_text(normal, changed, ("scaled", "unscaled"))
     assert "2 nats with scaled and 0.5 nats with unscaled" in text and "48 of the 48 heads" in text

@@ -242,7 +242,8 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), forced.encoder_self[1].mean(0), atol=1e-6)
     title = changed["layout"]["title"]  # the layer and head on a second line: one line was cut on a phone
     assert title["text"] == "changed: × 1 (no scaling)" and title["subtitle"]["text"] == "layer 2 · mean of 4 heads"
-    ent_trained, ent_changed = (array(t["z"]) for t in heatmaps(entropies))
+    (rows,) = (array(t["z"]) for t in heatmaps(entropies))  # the changed model's layers, two empty rows, the trained's
+    ent_changed, ent_trained = rows[:cfg.n_layers], rows[cfg.n_layers + 2:]
     np.testing.assert_allclose(ent_trained, entropy(as_trained.encoder_self), atol=1e-4)
     np.testing.assert_allclose(ent_changed, entropy(forced.encoder_self), atol=1e-4)
     unscaled = translator.attention(TEXT, scale=1.0).translation
