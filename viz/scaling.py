@@ -370,7 +370,7 @@ def entropy_comparison_figure(
 
     One heatmap with no gaps between its cells: plotly draws such a map as an image of one pixel a cell (with gaps,
     of one pixel a pixel), and one map draws faster than two as subplots (27 against 31 ms in Chromium on this 2-core
-    machine; its 112 cell texts are most of what is left)."""
+    machine; its 96 cell texts are most of what is left)."""
     a, b = np.asarray(normal, dtype=np.float64), np.asarray(changed, dtype=np.float64)
     if a.ndim != 2 or a.shape != b.shape:
         raise ValueError(f"expected two (L, H) arrays of one shape, got {a.shape} and {b.shape}")
