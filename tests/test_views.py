@@ -237,7 +237,8 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     normal, changed, entropies, summary = scaling.live_view(cfg, attention_run, trained, TEXT, 1, "encoder_self", 2)
     as_trained = translator.attention(TEXT)
     forced = translator.attention(TEXT, target=as_trained.translation or None, scale=1.0)
-    assert runs == ["trained", (as_trained.translation or None, 1.0), (None, 1.0)]
+    # encoder self-attention reads the source alone: the changed model's own run gives the forced run's maps
+    assert runs == ["trained", (None, 1.0)]
     np.testing.assert_allclose(array(heatmaps(normal)[0]["z"]), as_trained.encoder_self[1].mean(0), atol=1e-6)
     np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), forced.encoder_self[1].mean(0), atol=1e-6)
     title = changed["layout"]["title"]  # the layer and head on a second line: one line was cut on a phone
@@ -250,9 +251,12 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     assert f"**Translation with × 1 (no scaling):** {unscaled or '(empty)'}" in summary
     assert f"**Translation as trained:** {as_trained.translation or '(empty)'}" in summary
 
-    # the slider at the model's own 1/√d_k (to its step): the changed model is the trained one
+    # the slider at the model's own 1/√d_k (to its step): the changed model is the trained one; cross-attention
+    # reads the target: the changed model runs on the trained model's translation
     normal, changed, *_ = scaling.live_view(cfg, attention_run, trained, TEXT, scaling.slider_value(cfg.scale),
                                             "cross", 1)
+    target, scale = runs[-1]
+    assert target == (as_trained.translation or None) and scale == pytest.approx(cfg.scale)
     np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), array(heatmaps(normal)[0]["z"]), atol=1e-6)
     assert "changed: × 1/√8 = × 0.354 (the model&#39;s own 1/√d_k)" in changed["layout"]["title"]["text"]
     # one meaning: the same factor in part 2 (random vectors) and part 3 (the model)

@@ -151,7 +151,9 @@ def live_view(
     kind, layer, _ = check_view(cfg, kind, layer)
     factor = snapped(factor, cfg.d_k)
     normal, changed = both(text, factor) if both is not None else (trained(text), attention(text, scale=factor))
-    forced = attention(text, normal.translation or None, scale=factor)
+    # The changed model on the trained model's translation: encoder self-attention reads the source alone, so that
+    # the changed model's own run has its maps (no third pass: ~14 ms of a run's ~100 on the server).
+    forced = changed if kind == "encoder_self" else attention(text, normal.translation or None, scale=factor)
     changed_translation = changed.translation
     label = factor_label(factor, cfg.d_k)
     plots = (_where_below(head_plot(normal, kind, layer, MEAN, f"trained: × 1/√{cfg.d_k} = {cfg.scale:.3g}",
