@@ -242,7 +242,9 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     np.testing.assert_allclose(array(heatmaps(normal)[0]["z"]), as_trained.encoder_self[1].mean(0), atol=1e-6)
     np.testing.assert_allclose(array(heatmaps(changed)[0]["z"]), forced.encoder_self[1].mean(0), atol=1e-6)
     title = changed["layout"]["title"]  # the layer and head on a second line: one line was cut on a phone
-    assert title["text"] == "changed: × 1 (no scaling)" and title["subtitle"]["text"] == "layer 2 · mean of 4 heads"
+    assert title["text"] == "changed: × 1 (no scaling)"
+    assert title["subtitle"]["text"] == "layer 2 · mean of 4 heads · colour: weight"  # its colour bar has no title
+    assert all(plot["data"][0]["colorbar"]["title"]["text"] == "" for plot in (normal, changed))
     (rows,) = (array(t["z"]) for t in heatmaps(entropies))  # the changed model's layers, two empty rows, the trained's
     ent_changed, ent_trained = rows[:cfg.n_layers], rows[cfg.n_layers + 2:]
     np.testing.assert_allclose(ent_trained, entropy(as_trained.encoder_self), atol=1e-4)

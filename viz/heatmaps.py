@@ -310,6 +310,7 @@ def detail_spec(
     query_start: int = 0,
     key_start: int = 0,
     subtitle: str = "",
+    bar_title: str = "weight",
 ) -> dict:
     """`detail_figure` as a plain dict (numpy arrays inside), for `viz.encode.plotly_json`.
 
@@ -319,6 +320,8 @@ def detail_spec(
     `query_start`, `key_start`: the sentence positions of the first row and column (a window of a longer
     map, ``viz.views.attention.focus``): rows and columns sit at their own positions, on the axes and in the hover.
     `subtitle`: a second, smaller title line (what a focused map leaves out).
+    `bar_title`: the colour bar's title ("": none; plotly then draws the bar without measuring it whole, ~5 ms less
+    a draw in Chromium).
     """
     w = check_attention(weights2d, query_tokens, key_tokens, ndim=2)  # (Q, K) float32
     if causal:
@@ -346,7 +349,7 @@ def detail_spec(
         zmin=0,
         zmax=1,
         colorscale=[list(stop) for stop in COLORSCALE],
-        colorbar=_colorbar([0, 0.25, 0.5, 0.75, 1]),
+        colorbar=_colorbar([0, 0.25, 0.5, 0.75, 1], bar_title),
         customdata=customdata,
         hovertemplate="%{customdata[0]} → %{customdata[1]}: %{z:.3f}"
         "<br>query %{customdata[2]} → key %{customdata[3]}" + ("" if notes is None else "%{customdata[4]}")

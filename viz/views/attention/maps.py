@@ -63,11 +63,13 @@ def overview_plot(result: AttentionResult, kind: str, present: bool = False) -> 
 
 
 def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: str, filename: str,
-              present: bool = False, colour: str = "fixed", focus: Focus = NO_FOCUS) -> Figure:
+              present: bool = False, colour: str = "fixed", focus: Focus = NO_FOCUS, bar_title: str = "weight",
+              ) -> Figure:
     """One head (or the mean of a layer's heads, ``head`` = MEAN) up close, tokens on the axes by position.
 
     The figure's title is ``title`` followed by the layer and the head ("… · layer 3 · head 5"), its subtitle
-    what ``focus`` changed ("tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.attention.focus``).
+    what ``focus`` changed ("tokens 10–30 · <s> and </s> hidden, rows renormalised", ``viz.views.attention.focus``),
+    ``bar_title`` its colour bar's title (``viz.heatmaps.detail_spec``).
     ``colour`` is its colour scale and ``present`` presentation mode (``viz.views.attention.projector``). Long
     sentences get thinned, upright tick labels (``viz.views.attention.focus.thin_ticks``).
     """
@@ -81,7 +83,8 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
     predicts = next_tokens(result)[rows] if kind in DECODER_KINDS else None
     spec = detail_spec(shown.weights, shown.query_tokens, shown.key_tokens, title, query_label=q_label,
                        key_label=k_label, causal=kind == "decoder_self", predicts=predicts,
-                       query_start=shown.query_start, key_start=shown.key_start, subtitle=shown.note)
+                       query_start=shown.query_start, key_start=shown.key_start, subtitle=shown.note,
+                       bar_title=bar_title)
     projector.colour_scale(spec, colour)
     spec = projector.present_detail(spec, shown.weights) if present else spec
     figure = finish_figure(margins.fit(thin_ticks(spec)), filename)
