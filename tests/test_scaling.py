@@ -248,6 +248,7 @@ def test_entropy_comparison_figure_and_text():
     assert [(a.text, a.y) for a in fig.layout.annotations] == [("scaled", 14.5), ("unscaled", 6.5)]  # above each half
     assert trace.customdata[0][0] == "unscaled · layer 1" and trace.customdata[13][7] == "scaled · layer 6"
     assert fig.layout.coloraxis.cmax == 2.0  # the larger of the two
+    assert not fig.layout.coloraxis.colorbar.title.text and "(nats)" in V.ENTROPY_LABEL  # the unit in the label
     text = V.entropy_comparison_text(normal, changed, ("scaled", "unscaled"))
     assert "2 nats with scaled and 0.5 nats with unscaled" in text and "48 of the 48 heads" in text
     with pytest.raises(ValueError):

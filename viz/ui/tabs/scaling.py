@@ -8,7 +8,7 @@ import functools
 
 import gradio as gr
 
-from viz.scaling import PAPER_QUOTE
+from viz.scaling import ENTROPY_LABEL, PAPER_QUOTE
 from viz.ui.wiring import (
     PRIVATE,
     Page,
@@ -88,7 +88,7 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
     with gr.Row():
         normal = gr.Plot(waiting[0], label="As trained", elem_id="live-normal")
         changed = gr.Plot(waiting[1], label="With the chosen scale", elem_id="live-changed")
-    entropy = gr.Plot(waiting[2], label="Mean attention entropy per head", elem_id="live-entropy")
+    entropy = gr.Plot(waiting[2], label=ENTROPY_LABEL, elem_id="live-entropy")
     summary = gr.Markdown(elem_id="live-summary")
     to_inside = gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
     # the two greedy decodes of a run (as trained, and with the factor) as one batch (Runs.trained_and_scaled)
