@@ -25,8 +25,8 @@ FOUND = """() => ({
 # A step that starts anything starts it within a frame or two; one that starts nothing (a menu's box: 13 of the 20
 # steps) costs this wait, and each step the quiet window after it. Should a request start later on a busy machine,
 # or a chained one after a gap, the next step's wait and the last check still see its answer.
-START_S = 0.4
-QUIET_S = 0.3
+START_S = 0.25
+QUIET_S = 0.2
 SETTLE_S = 300  # generous: a 100-token sentence's views, on a busy machine
 POPUPS = "() => [...document.querySelectorAll('[data-testid=\"toast-body\"]')].map((t) => t.textContent)"
 # Components waiting for an answer: Gradio 6.31.0 writes a progress text (or an ETA bar) into each until it comes
