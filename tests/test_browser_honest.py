@@ -9,6 +9,7 @@ tests: ``python -m bench.screenshots``.
 
 from __future__ import annotations
 
+import html
 import io
 import re
 
@@ -32,7 +33,7 @@ from playwright.sync_api import Browser, Page
 from viz.heatmaps import MASKED_HOVER
 from viz.probs import DISAGREE_COLOR
 
-LIVE_TITLE = f"() => ({GD})('live-changed')?.layout?.title?.text || ''"
+LIVE_TITLE = "() => document.querySelector('#live-changed-caption .attn-caption-title')?.textContent || ''"
 NOTICE = "(id) => document.querySelector(`#${id}`)?.textContent || ''"
 GIVEN_VISIBLE = "() => { const e = document.querySelector('#given'); return !!(e && e.offsetParent !== null); }"
 
@@ -198,6 +199,23 @@ def test_the_scale_slider_redraws_part_3_and_an_empty_live_sentence_keeps_it(kep
     page.click("#live-run")
     page.wait_for_function(f"() => ({NOTICE})('live-notice').includes('empty')")
     assert page.evaluate(LIVE_TITLE) == live_title and any_error_badge(page) == 0
+
+
+def test_a_why_tab_map_is_saved_with_its_title_and_a_colour_bar_of_its_own(kept: KeptPages, server: str):
+    """The Why tab shows one colour bar for its two maps and each map's title above it (viz.views.scaling.page_map):
+    a map saved from the page has both in the image, and the page's map stays as it was."""
+    page = opened(kept, server)
+    select_tab(page, "Why 1/√d_k")
+    page.wait_for_function(HAS_HEATMAP, arg="live-changed")
+    page.wait_for_function(f"() => ({LIVE_TITLE})().startsWith('changed')")
+    assert page.locator("#live-weight-bar .attn-weight-ramp").is_visible()
+    with page.expect_download() as info:
+        page.evaluate("() => window.attnDownload('live-changed', 'svg')")
+    svg = info.value.path().read_text(encoding="utf-8")
+    assert re.search(r'class="[^"]*\bcolorbar\b', svg)  # its own colour bar …
+    assert page.evaluate(LIVE_TITLE).split(" (")[0] in html.unescape(svg)  # … and its title
+    assert page.evaluate(f"() => ({GD})('live-changed').data[0].showscale") is False
+    assert page.locator("#live-changed .colorbar").count() == 0
 
 
 # -------------------------------------------------------------------------------------------------------------- a phone

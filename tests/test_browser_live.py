@@ -1,8 +1,10 @@
 """The Why tab's run in a real browser (viz.views.scaling.live_frames, assets/web/live.js): a run's three figures are
-drawn in the figures shown, and what they show is what the endpoint ``scaling_live`` answers for the same choices."""
+drawn in the figures shown, and what they show is what the endpoint ``scaling_live`` answers for the same choices (the
+two maps' titles as their captions, one colour bar for both)."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,13 +16,16 @@ from helpers.scripts import HAS_HEATMAP, still
 from playwright.sync_api import Browser, Page
 
 from viz.views.page import WEB
-from viz.views.scaling import LIVE_PLOTS
+from viz.views.scaling import CAPTION_TOP, LIVE_PLOTS
 
 # Each figure as shown: its traces' x, y, z, text and its titles (typed arrays as lists), and the mark set before
 SHOWN = """(ids) => Object.fromEntries(ids.map((id) => {
   const gd = document.querySelector(`#${id} .js-plotly-plot`), list = (v) => (ArrayBuffer.isView(v) ? Array.from(v)
     : Array.isArray(v) ? v.map(list) : v);
+  const caption = document.getElementById(`${id}-caption`);
   return [id, {marked: gd.attnMarked === true, title: gd.layout.title && gd.layout.title.text,
+               caption: caption && [...caption.querySelectorAll('.attn-caption-title, .attn-caption-sub')]
+                 .map((e) => e.textContent), bars: gd.querySelectorAll('.colorbar').length,
                annotations: (gd.layout.annotations || []).map((a) => a.text), top: gd.layout.margin.t,
                data: gd.data.map((t) => ({x: list(t.x), y: list(t.y), z: list(t.z)}))}];
 }))"""
@@ -60,10 +65,13 @@ def test_a_run_is_drawn_in_the_figures_shown_as_the_endpoint_answers(page: Page,
         sent = figure(payload)
         drawn = shown[plot_id]
         assert drawn["marked"], f"{plot_id}: a new element, not the figure shown"
-        assert drawn["title"] == (sent["layout"].get("title") or {}).get("text"), plot_id
         assert drawn["annotations"] == [a["text"] for a in sent["layout"].get("annotations", [])], plot_id
-        top = sent["layout"]["margin"]["t"]  # as Gradio's Plot draws a figure with a title: 100 px or more
-        assert drawn["top"] == (max(100, top) if sent["layout"].get("title") else top), plot_id
+        if plot_id == "live-entropy":  # as answered, with its colour bar
+            assert drawn["title"] is None and drawn["bars"] == 1 and drawn["top"] == sent["layout"]["margin"]["t"]
+        else:  # its title as its caption, above it in the page's text; no colour bar of its own (one for both)
+            title = sent["layout"]["title"]
+            assert drawn["caption"] == [html.unescape(title["text"]), html.unescape(title["subtitle"]["text"])]
+            assert drawn["title"] is None and drawn["bars"] == 0 and drawn["top"] == CAPTION_TOP, plot_id
         assert len(drawn["data"]) == len(sent["data"]), plot_id
         for trace, want in zip(drawn["data"], sent["data"], strict=True):
             for key in ("x", "y", "z"):

@@ -288,7 +288,8 @@ def test_the_entropy_figure_is_the_one_built_anew():
 
 def test_a_runs_figures_go_to_the_page_as_json_by_plot_id():
     """viz.views.scaling.live_frames: live_view's three figures as JSON by their Plot's id (the page draws them in the
-    figures shown), the Markdown as it is; each answer its own (the page draws every one)."""
+    figures shown; the maps as the page shows them: tests/test_views.py), the Markdown as it is; each answer its own
+    (the page draws every one)."""
     figs = tuple(finish_figure(V.entropy_comparison_figure(np.full((2, 3), i), np.zeros((2, 3))), f"f{i}")
                  for i in range(3))
     frames, summary = views.live_frames((*figs, "**Translation with** …"))
@@ -296,7 +297,8 @@ def test_a_runs_figures_go_to_the_page_as_json_by_plot_id():
     sent = json.loads(frames)
     assert list(sent["figures"]) == list(views.LIVE_PLOTS) == ["live-normal", "live-changed", "live-entropy"]
     for plot_id, fig in zip(views.LIVE_PLOTS, figs, strict=True):
-        assert sent["figures"][plot_id] == json.loads(json.dumps(fig))
+        shown = views.page_map(fig)[0] if plot_id != "live-entropy" else fig
+        assert sent["figures"][plot_id] == json.loads(json.dumps(shown))
     assert json.loads(views.live_frames((*figs, ""))[0])["answer"] != sent["answer"]
 
 

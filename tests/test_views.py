@@ -5,6 +5,7 @@ Every number a figure shows is checked against the model's own maps, recomputed 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from model.network.inference import ASSETS, Translator
 from model.serving.runs import Runs
 from model.terms import KINDS
 from viz.architecture import figure1_svg
-from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
+from viz.heatmaps import COLORSCALE, HEAD_LABEL, LAYER_LABEL, WEIGHT_TICKS, weight_bar_html
 from viz.views import architecture, scaling
 from viz.views.attention import maps as attention
 from viz.views.exports import ExportFolder
@@ -268,6 +269,36 @@ def test_live_view_runs_the_trained_model_with_the_chosen_factor(translator):
     assert "Multiplied by 0.5 instead" in text
     with pytest.raises(ValueError, match="Unknown attention kind"):
         scaling.live_view(cfg, attention_run, trained, TEXT, 0, "all", 1)
+
+
+def test_the_page_shows_a_runs_maps_with_their_captions_and_one_colour_bar_for_both(translator):
+    """viz.views.scaling.live_frames / page_map: each map's title becomes its caption (plain text: the page writes it
+    above the map), the maps go without their colour bars (one for both: weight_bar_html, the same colours on 0…1),
+    and get them back when saved; all else as the endpoint answers. The entropy figure as it is."""
+    cfg = translator.cfg
+    out = scaling.live_view(cfg, translator.attention, translator.attention, TEXT, scaling.slider_value(cfg.scale),
+                            "cross", 1)
+    sent = json.loads(scaling.live_frames(out)[0])
+    assert sent["figures"]["live-entropy"] == json.loads(json.dumps(out[2]))
+    bar = weight_bar_html()
+    for plot_id, answered in zip(scaling.LIVE_PLOTS[:2], out[:2]):
+        api, shown = json.loads(json.dumps(answered)), sent["figures"][plot_id]
+        title = api["layout"].pop("title")
+        assert sent["captions"][f"{plot_id}-caption"] == [html.unescape(title["text"]),
+                                                          html.unescape(title["subtitle"]["text"])]
+        assert "title" not in shown["layout"] and shown["data"][0].pop("showscale") is False
+        assert shown["layout"]["meta"]["export"].pop("showscale") is True
+        top, right = scaling.CAPTION_TOP, scaling.BAR_RIGHT  # no title above, no bar beside
+        assert shown["layout"].pop("margin") == {**api["layout"].pop("margin"), "t": top, "r": right}
+        assert shown["layout"]["meta"].pop("margins") == {**api["layout"]["meta"].pop("margins"), "r": right}
+        assert shown == api, plot_id  # all else as answered
+        heatmap = shown["data"][0]  # the shared bar's colours and range
+        assert (heatmap["zmin"], heatmap["zmax"]) == (0, 1)
+        assert heatmap["colorscale"] == [list(stop) for stop in COLORSCALE]
+    assert "the model's own" in sent["captions"]["live-changed-caption"][0]  # plain text: the page writes it as such
+    ramp = re.search(r"linear-gradient\(to right, ([^)]*)\)", bar).group(1)
+    assert ramp == ", ".join(f"{colour} {at * 100:g}%" for at, colour in COLORSCALE)
+    assert re.findall(r'left: ([\d.]+)%">([\d.]+)<', bar) == [(f"{v * 100:g}", f"{v:g}") for v in WEIGHT_TICKS]
 
 
 def test_runs_wrap_every_model_call_and_cache_the_trained_model(translator):

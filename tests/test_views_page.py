@@ -40,6 +40,16 @@ def test_the_page_script_reads_exactly_the_contract_app_py_writes(demo):
     assert script.endswith(f")({json.dumps(PAGE)})")
 
 
+def test_every_hidden_textbox_keeps_its_size_whatever_text_it_carries(demo):
+    """The hidden textboxes carry figures as JSON between server and page (a Why-tab run: ~29 kB): a Gradio Textbox
+    whose lines differ from its max_lines fits its height to every new text, a forced layout of the whole text on the
+    way to drawing it (viz.ui.wiring.hidden_box). Two lines, so that the page script finds a <textarea>."""
+    hidden = [b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.visible == "hidden"]
+    ids = {b.elem_id for b in hidden}
+    assert {"live-frames", "decode-frames", "heads-frames", "in-frames", "in-held", PAGE["tileClick"]} <= ids
+    assert [(b.elem_id, b.lines, b.max_lines) for b in hidden if not b.lines == b.max_lines == 2] == []
+
+
 def test_the_page_script_is_its_files_in_order():
     """page.js, then one file per feature under assets/web/, each in the script once, in the order of ``SCRIPTS``
     (events.js there is the listeners' own, not the page script's)."""

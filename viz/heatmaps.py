@@ -140,11 +140,25 @@ def _clean_axis(**extra) -> dict:
     return bare_axis(ticklabeloverflow="allow", **extra)
 
 
+WEIGHT_TICKS = (0, 0.25, 0.5, 0.75, 1)  # the weight colour bar's ticks (a map's colour range is 0…1)
+
+
+def weight_bar_html(label: str = "colour: attention weight") -> str:
+    """The maps' colour bar (``COLORSCALE`` on 0…1, ``WEIGHT_TICKS``) as HTML, for several maps shown together on one
+    scale (the Why tab's two): the page's own text, at its own size (app.css ``.attn-weight-bar``)."""
+    stops = ", ".join(f"{colour} {at * 100:g}%" for at, colour in COLORSCALE)
+    ticks = "".join(f'<span style="left: {v * 100:g}%">{v:g}</span>' for v in WEIGHT_TICKS)
+    return (f'<div class="attn-weight-bar" role="img" aria-label="{label}: 0 to 1, dark purple to yellow">'
+            f'<span class="attn-weight-label">{label}</span>'
+            f'<span class="attn-weight-ramp" style="background: linear-gradient(to right, {stops})">'
+            f'<span class="attn-weight-ticks">{ticks}</span></span></div>')
+
+
 def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
     return dict(
         title=dict(text=title, side="right"),
         tickvals=list(tickvals),
-        ticktext=["0", "0.25", "0.5", "0.75", "1"],
+        ticktext=[f"{v:g}" for v in WEIGHT_TICKS],
         thickness=12,
         outlinewidth=0,
         ticklabeloverflow="allow",  # see _clean_axis
@@ -349,7 +363,7 @@ def detail_spec(
         zmin=0,
         zmax=1,
         colorscale=[list(stop) for stop in COLORSCALE],
-        colorbar=_colorbar([0, 0.25, 0.5, 0.75, 1], bar_title),
+        colorbar=_colorbar(WEIGHT_TICKS, bar_title),
         customdata=customdata,
         hovertemplate="%{customdata[0]} → %{customdata[1]}: %{z:.3f}"
         "<br>query %{customdata[2]} → key %{customdata[3]}" + ("" if notes is None else "%{customdata[4]}")

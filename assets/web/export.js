@@ -5,11 +5,12 @@
    as PNG or SVG, client-side, through plotly's own camera button.
 
    A saved plot is drawn from an export layout: an opaque white background and dark text, and what the figure's
-   layout.meta.export adds (viz.views.attention.context): its title (the sentence, the kind, layer and head) and, with
+   layout.meta.export adds (viz.views.attention.context): its title (the sentence, the kind, layer and head), its colour
+   bar where the page shows one for several maps (showscale: viz.views.scaling.page_map) and, with
    categoryTicks, the overview's tokens as tick labels (read off its row and column labels "L1 query 3: Hunde" ->
    "Hunde", tiles by page.layerLabel / page.headLabel), drawn on a canvas large enough for one legible label per cell
-   (exportCell px, at most exportMax px wide). plotly copies gd.layout and its export options the moment the download
-   starts: the page's own come back at once.
+   (exportCell px, at most exportMax px wide). plotly copies gd.data, gd.layout and its export options the moment the
+   download starts: the page's own come back at once.
 
    The camera button reads its options from the plot's config in plotly's private gd._context: plotly has no public way
    to change a plot's config for one click (Plotly.react with a new config draws the plot anew). */
@@ -77,12 +78,16 @@
     const btn = ev.target.closest && ev.target.closest('.modebar-btn[data-title^="Download plot"]');
     const gd = btn && btn.closest('.js-plotly-plot');
     if (!gd || !gd.layout) return;
-    const own = gd.layout, exported = exportLayout(gd);
+    const own = gd.layout, exported = exportLayout(gd), ownData = gd.data;
     const ownOptions = gd._context.toImageButtonOptions, meta = (own.meta && own.meta.export) || {};
     const options = {...ownOptions, ...(meta.categoryTicks ? exportSize(gd) : {})};
+    // a map whose colour bar the page shows once beside it (meta.export.showscale) is saved with its own
+    const data = meta.showscale ? ownData.map((t) => (t.type === 'heatmap' ? {...t, showscale: true} : t)) : ownData;
     gd.layout = exported;  // read by plotly's own click handler, which runs after this capturing one
+    gd.data = data;
     gd._context.toImageButtonOptions = options;
     setTimeout(() => {
+      if (gd.data === data) gd.data = ownData;
       if (gd.layout === exported) gd.layout = own;
       if (gd._context.toImageButtonOptions === options) gd._context.toImageButtonOptions = ownOptions;
     }, 0);

@@ -1,5 +1,5 @@
 /* The Why tab's run (section 3): its three figures come as JSON in a hidden textbox (viz.views.scaling.live_frames),
-   not as three new Plot values (each drawn from scratch in a new element, ~1.7 times as long as in place). Each is
+   with the two maps' captions (written into their elements as the figures are drawn), not as three new Plot values (each drawn from scratch in a new element, ~1.7 times as long as in place). Each is
    drawn whole by Plotly.react in the figure shown (inside.js's shared.drawInPlace: the Plot keeps its own value, a
    blank figure, viz.views.scaling.live_waiting, and should Gradio draw that value again, the figure drawn in its place
    is drawn instead). A figure whose Plot has not drawn yet (the tab's first run, its Plots still being made) waits
@@ -14,7 +14,17 @@
     const gd = plotOf(id);
     return Boolean(gd && gd.attnSent);
   };
-  const draw = (figures) => {
+  // Each map's caption (viz.views.scaling.page_map): [title, subtitle] into its two lines, by the caption's id
+  const caption = (id, [title, subtitle]) => {
+    const box = document.getElementById(id);
+    const [top, sub] = box ? box.querySelectorAll('.attn-caption-title, .attn-caption-sub') : [];
+    if (top && sub) {
+      top.textContent = title;
+      sub.textContent = subtitle;
+    }
+  };
+  const draw = ({figures, captions}) => {
+    Object.entries(captions || {}).forEach(([id, lines]) => caption(id, lines));
     const now = {};
     for (const id of page.livePlots) {
       if (shown(id)) {
@@ -44,7 +54,7 @@
       get() { return get.call(this); },
       set(text) {
         set.call(this, text);
-        if (text) queueMicrotask(() => draw(JSON.parse(text).figures));
+        if (text) queueMicrotask(() => draw(JSON.parse(text)));
       },
     });
   };

@@ -197,7 +197,15 @@ def layer_slider(cfg, value: int = 1, **kwargs) -> gr.Slider:
     return gr.Slider(1, cfg.n_layers, value=value, step=1, label="Layer", **kwargs)
 
 
+def hidden_box(elem_id: str) -> gr.Textbox:
+    """A hidden textbox that carries text between the page script and the server (figures as JSON, a click).
+    ``lines == max_lines``: Gradio 6.31.0's Textbox otherwise fits its height to its text at every new value (a
+    forced layout of the whole text: ~5 ms for a Why-tab run's 29 kB of JSON, on the way to drawing it); two lines,
+    not one, keep it a <textarea> (one is an <input>), which the page script reads."""
+    return gr.Textbox(visible="hidden", elem_id=elem_id, lines=2, max_lines=2)
+
+
 def click_box(elem_id: str) -> gr.Textbox:
     """Hidden: the page script writes a click on a figure here (``PAGE``). Listen with .change, not .input: Gradio
     6.31.0 fires .input only on a keypress, never for a value set by the page script."""
-    return gr.Textbox(visible="hidden", elem_id=elem_id)
+    return hidden_box(elem_id)

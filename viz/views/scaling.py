@@ -13,6 +13,7 @@ the model as trained, which the app caches per sentence: moving the slider re-ru
 from __future__ import annotations
 
 import base64
+import html
 import json
 import math
 import time
@@ -209,11 +210,45 @@ def live_waiting(cfg: TransformerConfig) -> tuple[Figure, Figure, Figure]:
 def live_frames(out: tuple) -> tuple[str, str]:
     """``live_view``'s outputs as the page takes them: the three figures as JSON by their Plot's id (for the page to
     draw in the figures it shows: assets/web/live.js; three new Plot values would each be drawn from scratch in a new
-    element, ~1.7 times as long), and the Markdown. The endpoint ``scaling_live`` answers ``live_view``'s outputs as
-    they are."""
+    element, ~1.7 times as long), the two maps as the page shows them (``page_map``) with their captions, and the
+    Markdown. The endpoint ``scaling_live`` answers ``live_view``'s outputs as they are."""
     *figures, summary = out
-    frames = {"figures": dict(zip(LIVE_PLOTS, figures, strict=True)), "answer": time.monotonic_ns()}
+    maps = [page_map(figure) for figure in figures[:2]]
+    frames = {"figures": dict(zip(LIVE_PLOTS, [figure for figure, _ in maps] + figures[2:], strict=True)),
+              "captions": {f"{plot_id}-caption": caption for plot_id, (_, caption) in zip(LIVE_PLOTS, maps)},
+              "answer": time.monotonic_ns()}
     return json.dumps(frames, separators=(",", ":"), ensure_ascii=False), summary
+
+
+MAP_CAPTIONS = ("As trained", "With the chosen scale")  # each map's caption before the tab's first run
+CAPTION_TOP = 30  # px of top margin a map keeps without its title (clear of the plotly toolbar's row)
+BAR_RIGHT = 12  # px of right margin a map keeps without its colour bar
+
+
+def caption_html(title: str, subtitle: str = "") -> str:
+    """A map's caption (``page_map``) as its HTML element starts; the page writes each run's into its two lines."""
+    return (f'<div class="attn-caption"><div class="attn-caption-title">{html.escape(title)}</div>'
+            f'<div class="attn-caption-sub">{html.escape(subtitle)}</div></div>')
+
+
+def page_map(figure: Figure) -> tuple[dict, list[str]]:
+    """One of a run's two maps as the page shows it, and its caption: [title, subtitle] as plain text. The page
+    writes the title above the map, in the page's own text (it wraps on a phone, and plotly draws no title: ~3 ms a
+    map less in Chromium), and shows one colour bar for both maps (``weight_bar``: both are weights on 0…1 in the same
+    colours) instead of one each (~4 ms a map). A map saved from the page gets its own bar back
+    (``meta.export.showscale``: assets/web/export.js) and its title from ``meta.export.title``, as every figure does.
+    The figure is a copy: the endpoint's answer keeps its title and bar."""
+    layout = dict(figure["layout"])
+    title = layout.pop("title", None) or {}
+    caption = [html.unescape(title.get("text", "")), html.unescape((title.get("subtitle") or {}).get("text", ""))]
+    layout["margin"] = {**layout["margin"], "t": CAPTION_TOP, "r": BAR_RIGHT}
+    meta = dict(layout.get("meta") or {})
+    if "margins" in meta:  # the page's own fit of the column labels (assets/web/draw.js) keeps the same right margin
+        meta["margins"] = {**meta["margins"], "r": BAR_RIGHT}
+    meta["export"] = {**meta.get("export", {}), "showscale": True}
+    layout["meta"] = meta
+    heatmap, *rest = figure["data"]
+    return {**figure, "data": [{**heatmap, "showscale": False}, *rest], "layout": layout}, caption
 
 
 BAR_SAYS = "colour: weight"  # what a map's colour bar shows (it has no title: live_view)

@@ -7,6 +7,7 @@ import gradio as gr
 from viz.ui.wiring import (
     PRIVATE,
     Page,
+    hidden_box,
     how_to_read,
     in_browser,
     layer_slider,
@@ -52,7 +53,7 @@ def build_decoding(page: Page) -> None:
         with gr.Row():
             self_row = gr.Plot(show_label=False, elem_id="decode-self", min_width=320)
             cross_row = gr.Plot(show_label=False, elem_id="decode-cross", min_width=320)
-        frames = gr.Textbox(visible="hidden", elem_id="decode-frames")  # every step's view (decoding.step_frames)
+        frames = hidden_box("decode-frames")  # every step's view (decoding.step_frames)
         revealed = gr.Checkbox(False, visible="hidden", elem_id="decode-revealed")  # the page's own: not a gr.State
         how_to_read("decoding")
     view, choices = [status, top5, self_row, cross_row], [decoded, step, layer, head, predict]  # DecodeStepView

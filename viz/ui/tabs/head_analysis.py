@@ -12,6 +12,7 @@ from viz.ui.wiring import (
     AttentionView,
     Page,
     click_box,
+    hidden_box,
     how_to_read,
     in_browser,
     layer_slider,
@@ -40,7 +41,7 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
             grid = gr.Plot(label="Layers × heads per kind: click a cell", elem_id=PAGE["cellGrid"], min_width=420)
             rules = gr.Markdown(elem_id="heads-rules")
         cell = click_box(PAGE["cellClick"])
-        frames = gr.Textbox(visible="hidden", elem_id="heads-frames")  # every statistic's grid (stats_frames)
+        frames = hidden_box("heads-frames")  # every statistic's grid (stats_frames)
         gr.Markdown("### Switch heads off, for your request only")
         with gr.Row():
             heads = gr.Dropdown(all_heads(cfg.n_layers, cfg.n_heads), multiselect=True, scale=3, elem_id="heads-off",

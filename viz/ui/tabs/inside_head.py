@@ -9,6 +9,7 @@ from viz.ui.wiring import (
     AttentionView,
     Page,
     click_box,
+    hidden_box,
     how_to_read,
     in_browser,
     layer_slider,
@@ -66,8 +67,8 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             m_output = matrix_plot("output")
             matrix_steps = gr.Markdown(elem_id="in-matrix-steps")
         matrix_row = click_box(PAGE["matrixRowClick"])  # a click on a row of a whole-matrix figure
-        frames = gr.Textbox(visible="hidden", elem_id="in-frames")  # a new query's figures (show_query)
-        held = gr.Textbox(visible="hidden", elem_id="in-held")  # every query's figures of the head shown
+        frames = hidden_box("in-frames")  # a new query's figures (show_query)
+        held = hidden_box("in-held")  # every query's figures of the head shown
         seen = gr.State(None)  # the Attention tab's view when this tab last opened (viz.views.inside_matrices)
     shown = [steps, footnote4_text, scores, figure2, projections, head_output, footnote4, contributions,  # their order
              matrix_head, m_projections, *stages, m_output, matrix_steps, one_query, whole]

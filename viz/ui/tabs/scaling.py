@@ -8,10 +8,12 @@ import functools
 
 import gradio as gr
 
+from viz.heatmaps import weight_bar_html
 from viz.scaling import ENTROPY_LABEL, PAPER_QUOTE
 from viz.ui.wiring import (
     PRIVATE,
     Page,
+    hidden_box,
     how_to_read,
     in_browser,
     layer_slider,
@@ -85,16 +87,22 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
     text.input(None, None, live_notice, js=in_browser("show", context.EDITED_LIVE))
     # Each run is drawn in the figure shown (live.js): the Plots keep these blank figures of their own as values.
     waiting = [plot_value(figure) for figure in scaling.live_waiting(cfg)]
+    # Each map's caption above it, and one colour bar for both (scaling.page_map): the page writes each run's captions.
+    gr.HTML(weight_bar_html(), elem_id="live-weight-bar", padding=False)
     with gr.Row():
-        normal = gr.Plot(waiting[0], label="As trained", elem_id="live-normal")
-        changed = gr.Plot(waiting[1], label="With the chosen scale", elem_id="live-changed")
+        plots = []
+        for plot_id, label, value in zip(scaling.LIVE_PLOTS, scaling.MAP_CAPTIONS, waiting):
+            with gr.Column(min_width=320):
+                gr.HTML(scaling.caption_html(label), elem_id=f"{plot_id}-caption", padding=False)
+                plots.append(gr.Plot(value, label=label, show_label=False, elem_id=plot_id))
+        normal, changed = plots
     entropy = gr.Plot(waiting[2], label=ENTROPY_LABEL, elem_id="live-entropy")
     summary = gr.Markdown(elem_id="live-summary")
     to_inside = gr.Button("Inside one head with this scale factor →", elem_id="to-inside")
     # the two greedy decodes of a run (as trained, and with the factor) as one batch (Runs.trained_and_scaled)
     live = functools.update_wrapper(functools.partial(scaling.live_checked, both=runs.trained_and_scaled),
                                     scaling.live_checked)
-    frames = gr.Textbox(visible="hidden", elem_id=PAGE["liveFrames"])  # drawn in the figures shown (live.js)
+    frames = hidden_box(PAGE["liveFrames"])  # drawn in the figures shown (live.js)
     # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
     # The endpoint answers the figures as they are; the page gets them as JSON (scaling.live_frames).
     page_and_api([run_btn.click, text.submit, tab.select, factor.change, kind.change, layer.change], live, cfg,
