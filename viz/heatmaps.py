@@ -131,13 +131,9 @@ def _base_layout(title: str, height: int, template: dict | None = None) -> dict:
 
 
 def _clean_axis(**extra) -> dict:
-    """An axis with no grid, zero line or border; tick labels decided by the caller.
-
-    ``ticklabeloverflow="allow"``: plotly's default ("hide past div") measures every tick label's box after
-    drawing it, a forced layout of the whole page each time (a large part of the two heatmaps' drawing in
-    Chromium's profiler); the margins already make room for the labels (``viz.margins`` in the app, plotly's
-    automargin elsewhere)."""
-    return bare_axis(ticklabeloverflow="allow", **extra)
+    """An axis with no grid, zero line or border, its tick labels drawn as they are (``bare_axis``); tick labels
+    decided by the caller."""
+    return bare_axis(**extra)
 
 
 WEIGHT_TICKS = (0, 0.25, 0.5, 0.75, 1)  # the weight colour bar's ticks (a map's colour range is 0…1)
@@ -161,7 +157,7 @@ def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
         ticktext=[f"{v:g}" for v in WEIGHT_TICKS],
         thickness=12,
         outlinewidth=0,
-        ticklabeloverflow="allow",  # see _clean_axis
+        ticklabeloverflow="allow",  # see viz.axes.bare_axis
         x=1,  # at the plot area's right edge and xpad beyond it, whatever its width (viz.margins)
         xpad=COLORBAR_XPAD,
     )

@@ -287,9 +287,9 @@ def scores_spec(hi: HeadInside) -> dict:
         layout[_key("xaxis", i)] = bare_axis(
             automargin=True, anchor=yr, matches=None if i == 1 else "x", range=[-0.5, n - 0.5], showticklabels=bottom,
             tickmode="array", tickvals=list(range(n)), ticktext=ticktext, **ticks)
-        layout[_key("yaxis", i)] = dict(
-            domain=list(dom), anchor=xr, zeroline=True, zerolinecolor=TEXT_COLOR, showgrid=True,
-            gridcolor=GRID, automargin=True, **({"range": [0, 1.05]} if bottom else {}))
+        layout[_key("yaxis", i)] = dict(  # (its labels drawn as they are: viz.axes.bare_axis)
+            domain=list(dom), anchor=xr, zeroline=True, zerolinecolor=TEXT_COLOR, showgrid=True, gridcolor=GRID,
+            automargin=True, ticklabeloverflow="allow", **({"range": [0, 1.05]} if bottom else {}))
     if hi.kind != "cross":  # the query's own key
         layout["shapes"] = [dict(type="rect", xref="x", yref="paper", x0=hi.query - 0.5, x1=hi.query + 0.5, y0=0,
                                  y1=1, fillcolor="rgba(232,112,26,0.10)", line=dict(width=0), layer="below")]
@@ -349,7 +349,8 @@ def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]]
                      barmode="group", showlegend=True, legend=legend)
     layout["xaxis"] = bare_axis(automargin=True, tickmode="array", tickvals=list(range(n)), ticktext=ticktext,
                                 range=[-0.5, n - 0.5], **ticks)
-    layout["yaxis"] = dict(range=[0, 1.05], showgrid=True, gridcolor=GRID, automargin=True)
+    layout["yaxis"] = dict(range=[0, 1.05], showgrid=True, gridcolor=GRID, automargin=True,
+                           ticklabeloverflow="allow")  # (its labels drawn as they are: viz.axes.bare_axis)
     return dict(data=data, layout=layout)
 
 

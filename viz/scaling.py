@@ -387,9 +387,7 @@ def entropy_comparison_figure(
         hovertemplate="%{customdata}, head %{x}: %{z:.2f} nats<extra></extra>"))
     # the colour bar under the map, across it: beside it, it took a phone's columns. No title of its own (a title
     # costs plotly a measurement of the whole bar, ~5 ms a draw): the unit is in the Plot's label (ENTROPY_LABEL).
-    # Every tick label drawn as it is (ticklabeloverflow "allow", also on both axes below): plotly's default measures
-    # each label's box after drawing it to hide those past the figure's edge, a forced layout each time (~1/6 of the
-    # figure's drawing in Chromium); these labels (head and layer numbers, the bar's few numbers) never reach an edge.
+    # the bar's tick labels drawn as they are, as the axes' (viz.axes.bare_axis): a few numbers, never at an edge
     fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top, colorbar=dict(
         outlinewidth=0, orientation="h", thickness=12, x=0, xanchor="left", ticklabeloverflow="allow",
         len=1, y=-64 / (_ENTROPY_ROW_PX * len(rows)), yanchor="top")))
@@ -397,9 +395,9 @@ def entropy_comparison_figure(
     fig.update_layout(annotations=[
         dict(text=text, x=0, xref="paper", xanchor="left", y=y + 0.5, yref="y", yanchor="bottom", showarrow=False,
              font=dict(size=SUBPLOT_TITLE_SIZE)) for text, y in ((labels[0], len(rows)), (labels[1], n_layers))])
-    fig.update_xaxes(bare_axis(title=dict(text="head"), dtick=1, ticklabeloverflow="allow"))
+    fig.update_xaxes(bare_axis(title=dict(text="head"), dtick=1))
     fig.update_yaxes(bare_axis(title=dict(text="layer"), tickvals=[i + 1 for i, r in enumerate(rows) if r],
-                               ticktext=layers * 2, ticklabeloverflow="allow"))
+                               ticktext=layers * 2))
     fig = _style(fig, entropy_height(n_layers), top=60)
     fig.update_layout(margin=dict(l=60, r=12, b=110))
     return fig
