@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -315,6 +316,18 @@ def test_the_view_is_finished_figures_in_the_listeners_order(translator):
     with pytest.raises(ValueError, match="Visualise a sentence"):
         present(run, translator.cfg, None, "cross", 1, 1, 0)
     assert len(run.calls) == 2  # a bad choice never runs the model
+
+
+def test_every_axis_draws_its_tick_labels_as_they_are(translator):
+    """viz.axes.bare_axis: plotly's default ("hide past div") measures each tick label's box after drawing it, a forced
+    layout each time, to hide labels that no figure here lets reach its edge."""
+    result = translator.attention(SOURCE)
+    view = present(lambda *args: inside_head(translator, prepare(translator, SOURCE), None, *args[1:]),
+                   translator.cfg, result, "decoder_self", 1, 1, 1, "")
+    for name in FIGURES:
+        layout = json.loads(json.dumps(getattr(view, name)))["layout"]
+        axes = {key: axis for key, axis in layout.items() if re.fullmatch(r"[xy]axis\d*", key)}
+        assert axes and [key for key, axis in axes.items() if axis.get("ticklabeloverflow") != "allow"] == [], name
 
 
 def test_query_choices_are_plain_text_labels():

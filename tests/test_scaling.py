@@ -249,6 +249,9 @@ def test_entropy_comparison_figure_and_text():
     assert trace.customdata[0][0] == "unscaled · layer 1" and trace.customdata[13][7] == "scaled · layer 6"
     assert fig.layout.coloraxis.cmax == 2.0  # the larger of the two
     assert not fig.layout.coloraxis.colorbar.title.text and "(nats)" in V.ENTROPY_LABEL  # the unit in the label
+    # every tick label drawn as it is (viz.axes.bare_axis: plotly would measure each to hide those past an edge)
+    assert {fig.layout.xaxis.ticklabeloverflow, fig.layout.yaxis.ticklabeloverflow,
+            fig.layout.coloraxis.colorbar.ticklabeloverflow} == {"allow"}
     text = V.entropy_comparison_text(normal, changed, ("scaled", "unscaled"))
     assert "2 nats with scaled and 0.5 nats with unscaled" in text and "48 of the 48 heads" in text
     with pytest.raises(ValueError):
