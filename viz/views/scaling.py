@@ -233,9 +233,9 @@ def caption_html(title: str, subtitle: str = "") -> str:
 
 def page_map(figure: Figure) -> tuple[dict, list[str]]:
     """One of a run's two maps as the page shows it, and its caption: [title, subtitle] as plain text. The page
-    writes the title above the map, in the page's own text (it wraps on a phone, and plotly draws no title: ~3 ms a
-    map less in Chromium), and shows one colour bar for both maps (``weight_bar``: both are weights on 0…1 in the same
-    colours) instead of one each (~4 ms a map). A map saved from the page gets its own bar back
+    writes the caption above the map, in the page's own text (it wraps on a phone, and plotly draws no title: ~3 ms a
+    map less in Chromium), and shows one colour bar for both maps (``viz.heatmaps.weight_bar_html``: both are weights
+    on 0…1 in the same colours) instead of one each (~4 ms a map). A map saved from the page gets its own bar back
     (``meta.export.showscale``: assets/web/export.js) and its title from ``meta.export.title``, as every figure does.
     The figure is a copy: the endpoint's answer keeps its title and bar."""
     layout = dict(figure["layout"])
