@@ -150,19 +150,22 @@ class AppProcess:
 
 @contextlib.contextmanager
 def app_process(args: Sequence[str] = ("app.py",), timeout: float = 120.0,
-                env: dict[str, str] | None = None) -> Iterator[AppProcess]:
+                env: dict[str, str] | None = None, checkout: Path = ROOT) -> Iterator[AppProcess]:
     """``python <args>`` on a free loopback port (the browser tests' app too), timed and with its pid;
-    ``env`` adds to the environment (e.g. ``ATTN_BATCH=0``, ``ATTN_CACHE_MB``).
+    ``env`` adds to the environment (e.g. ``ATTN_BATCH=0``, ``ATTN_CACHE_MB``); ``checkout``: the copy of the app it
+    runs in (another one's, ``bench.side_by_side``: with its own ``.venv`` where it has one).
 
     Output goes to a temporary file (a pipe nobody reads could fill up and block the server).
     """
+    own = checkout / ".venv" / "bin" / "python"
+    python = str(own) if checkout != ROOT and own.exists() else sys.executable
     port = free_port()
     env = {**os.environ, **OFFLINE_ENV, **(env or {}), "GRADIO_SERVER_PORT": str(port), "PYTHONUNBUFFERED": "1"}
     env.pop("GRADIO_SERVER_NAME", None)  # Gradio's default: 127.0.0.1
     url = f"http://127.0.0.1:{port}/"
     with tempfile.TemporaryFile(mode="w+") as log:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([python, *args], cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             while True:
                 if proc.poll() is not None:

@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,3 +110,25 @@ def test_the_limits_rows_hold_each_figure_against_its_goal():
     assert verdicts == ["**no**", "yes", "yes", "**no**", "yes"], rows
     values = " | ".join(value for _, value, _, _ in rows)
     assert "10.47 MB" in values and "2 × 200, 300 × 429" in values and "690 / 1369 (28 s) / 999 MB" in values
+
+
+def test_an_app_runs_in_the_checkout_named_with_its_own_python(tmp_path: Path):
+    """bench.common.app_process(checkout=…): another copy of the app (``bench.side_by_side`` sets two side by side)
+    runs in its own folder, with its own .venv's python."""
+    from bench.common import app_process
+
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "serve.py").write_text(
+        "import http.server, os, sys\n"
+        "class Say(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        body = f'{os.getcwd()}|{sys.argv[0]}|{sys.executable}'.encode()\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(body)\n"
+        "http.server.HTTPServer(('127.0.0.1', int(os.environ['GRADIO_SERVER_PORT'])), Say).serve_forever()\n",
+        encoding="utf-8")
+    with app_process(("serve.py",), timeout=30, checkout=tmp_path) as app:
+        with urllib.request.urlopen(app.url, timeout=10) as answer:
+            cwd, script, python = answer.read().decode().split("|")
+    assert Path(cwd) == tmp_path and script == "serve.py"
+    assert python == str(tmp_path / ".venv" / "bin" / "python")

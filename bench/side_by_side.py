@@ -1,0 +1,92 @@
+"""Two checkouts of the app side by side: one interaction of ``bench.tabs`` (the Why tab's run, or a new query in
+Inside a head), clicked on each app's page in turn, so that both meet the same machine at the same moments (a shared
+machine's speed drifts by ±10 % within an hour: two runs of ``python -m bench`` an hour apart do not compare a change).
+
+    python -m bench.side_by_side why /path/to/before /path/to/after [--runs 16]
+
+Each checkout's app (``python -m bench.serve``, with the checkout's own ``.venv`` where it has one: ``app_process``)
+on a port of its own, one headless Chromium with a page on each. Prints, per checkout: the median click -> drawn, the
+median echo and their ratio (``bench.tabs``'s measure), and for the Why run the median time from the answer's arrival
+(its hidden textbox written) to its three figures drawn: the page's own share of a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+from pathlib import Path
+
+from bench.browser import CHROMIUM, CHROMIUM_ARGS, SET_TEXT, new_text
+from bench.common import app_process
+from bench.tabs import INSIDE, LIVE, select_tab, timed
+
+# The answer's arrival: the Why run's hidden textbox written (window.benchArrived, in the page's clock)
+ARRIVAL = """() => {
+  const box = document.querySelector('#live-frames textarea');
+  const {get, set} = Object.getOwnPropertyDescriptor(box, 'value')
+    || Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value');
+  Object.defineProperty(box, 'value', {configurable: true, get() { return get.call(this); },
+    set(text) { if (text) window.benchArrived = performance.now(); set.call(this, text); }});
+  document.addEventListener('attn-drawn', (ev) => {
+    if (ev.target.closest && ev.target.closest('#live-entropy')) window.benchLastDrawn = performance.now();
+  });
+}"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("interaction", choices=("why", "inside"))
+    parser.add_argument("checkouts", nargs=2, type=Path)
+    parser.add_argument("--runs", type=int, default=16)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright  # test requirement only
+
+    with contextlib.ExitStack() as stack:
+        apps = [stack.enter_context(app_process(("-m", "bench.serve"), checkout=checkout.resolve()))
+                for checkout in args.checkouts]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            pages = []
+            for app in apps:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(app.url, wait_until="load")
+                page.wait_for_selector("#overview .js-plotly-plot", timeout=90_000)
+                if args.interaction == "why":
+                    select_tab(page, "scaling", "#live-entropy .js-plotly-plot .main-svg", 60_000)
+                    page.evaluate(ARRIVAL)
+                else:
+                    select_tab(page, "inside", "#in-scores .js-plotly-plot .main-svg", 60_000)
+                pages.append(page)
+            got = [{"drawn": [], "echo": [], "page": []} for _ in pages]
+            for i in range(args.runs + 1):  # the first of each: a warm-up
+                for page, out in zip(pages, got):
+                    page.bring_to_front()
+                    if args.interaction == "why":
+                        page.evaluate(SET_TEXT, ["#live-text textarea", new_text(100 + i)])
+                        page.wait_for_timeout(50)  # Svelte takes the value
+                        drawn, echo = timed(page, LIVE, lambda p=page: p.click("#live-run"), 60_000)
+                        own = page.evaluate("() => window.benchLastDrawn - window.benchArrived")
+                    else:
+                        radios = page.locator("#in-query input[type=radio]")  # the next query each time
+                        query = (int(page.locator("#in-query input[type=radio]:checked").get_attribute("value"))
+                                 + 1) % radios.count()
+                        drawn, echo = timed(page, INSIDE, lambda p=page, q=query: p.click(
+                            f"#in-query label:has(input[value='{q}'])"), 60_000)
+                        own = None
+                    if i:
+                        out["drawn"].append(drawn * 1000)
+                        out["echo"].append(echo * 1000)
+                        if own is not None:
+                            out["page"].append(own)
+            browser.close()
+    for checkout, out in zip(args.checkouts, got):
+        drawn, echo = statistics.median(out["drawn"]), statistics.median(out["echo"])
+        line = f"{checkout}: click -> drawn {drawn:.0f} ms, echo {echo:.0f} ms, {drawn / echo:.2f}×"
+        if out["page"]:
+            line += f"; answer -> drawn {statistics.median(out['page']):.1f} ms"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
