@@ -1,8 +1,9 @@
 /* The Why tab's run (section 3): its three figures come as JSON in a hidden textbox (viz.views.scaling.live_frames),
-   with the two maps' captions (written into their elements as the figures are drawn), not as three new Plot values (each drawn from scratch in a new element, ~1.7 times as long as in place). Each is
-   drawn whole by Plotly.react in the figure shown (inside.js's shared.drawInPlace: the Plot keeps its own value, a
-   blank figure, viz.views.scaling.live_waiting, and should Gradio draw that value again, the figure drawn in its place
-   is drawn instead). A figure whose Plot has not drawn yet (the tab's first run, its Plots still being made) waits
+   with the two maps' captions (written into their elements as the figures are drawn), not as three new Plot values
+   (each drawn from scratch in a new element, ~1.7 times as long as in place). Each is drawn whole by Plotly.react in
+   the figure shown (inside.js's shared.drawInPlace: the Plot keeps its own value, a blank figure,
+   viz.views.scaling.live_waiting, and should Gradio draw that value again, the figure drawn in its place is drawn
+   instead). A figure whose Plot has not drawn yet (the tab's first run, its Plots still being made) waits
    for the Plot's first draw.
 
    Drawn as Gradio writes the answer into the hidden textbox (its value set), with no change event on that box: one
