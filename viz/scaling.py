@@ -387,7 +387,7 @@ def entropy_comparison_figure(
         hovertemplate="%{customdata}, head %{x}: %{z:.2f} nats<extra></extra>"))
     # the colour bar under the map, across it: beside it, it took a phone's columns. No title of its own (a title
     # costs plotly a measurement of the whole bar, ~5 ms a draw): the unit is in the Plot's label (ENTROPY_LABEL).
-    # the bar's tick labels drawn as they are, as the axes' (viz.axes.bare_axis): a few numbers, never at an edge
+    # Its tick labels drawn as they are, as the axes' are (viz.axes.bare_axis).
     fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top, colorbar=dict(
         outlinewidth=0, orientation="h", thickness=12, x=0, xanchor="left", ticklabeloverflow="allow",
         len=1, y=-64 / (_ENTROPY_ROW_PX * len(rows)), yanchor="top")))
