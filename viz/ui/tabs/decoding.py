@@ -34,7 +34,7 @@ def build_decoding(page: Page) -> None:
             run_btn = gr.Button("Translate step by step", variant="primary", scale=1, elem_id="decode-run")
         # One screen at 1280×720: the step's controls, what it wrote and the top 5; then where it looked, per layer.
         # The figures carry their titles (and exports keep them): no label badge (Gradio adds 100 px above a title).
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=True, elem_id="decode-step-row"):
             prev_btn = gr.Button("◀ Previous", elem_id=PAGE["stepPrev"], min_width=140)
             next_btn = gr.Button("Next ▶", elem_id=PAGE["stepNext"], min_width=140)
             step = gr.Slider(1, 2, value=1, step=1, label="Step (← / → keys)", elem_id="decode-step", scale=3,
@@ -42,15 +42,15 @@ def build_decoding(page: Page) -> None:
             with gr.Column(min_width=240):
                 predict = gr.Checkbox(False, label="Predict, then reveal", elem_id="predict-mode")
                 reveal_btn = gr.Button("Reveal", elem_id="reveal", interactive=False)
-        with gr.Row():
+        with gr.Row(elem_id="decode-top-row"):
             with gr.Column(scale=2, min_width=300):
                 status = gr.Markdown(elem_id="decode-status")
             top5 = gr.Plot(show_label=False, elem_id="decode-top5", scale=3, min_width=320)
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=True, elem_id="decode-choice-row"):
             layer = layer_slider(cfg, cfg.n_layers, elem_id="decode-layer", min_width=240)
             head = gr.Radio(maps.head_choices(cfg.n_heads), value=MEAN, label="Head", scale=2,
                             elem_id="decode-head")
-        with gr.Row():
+        with gr.Row(elem_id="decode-maps-row"):
             self_row = gr.Plot(show_label=False, elem_id="decode-self", min_width=320)
             cross_row = gr.Plot(show_label=False, elem_id="decode-cross", min_width=320)
         frames = hidden_box("decode-frames")  # every step's view (decoding.step_frames)

@@ -49,7 +49,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
         with gr.Column(elem_id="in-one-query") as one_query:  # panels in reading order (a) → (d), footnote 4 by (b)
             with gr.Row():
                 projections, steps = plot("projections"), gr.Markdown(elem_id="in-steps")
-            with gr.Row():
+            with gr.Row(elem_id="in-scores-row"):
                 scores = plot("scores")
                 with gr.Column():
                     footnote4_text, footnote4 = gr.Markdown(elem_id="in-footnote4-text"), plot("footnote4")
