@@ -245,7 +245,7 @@ def test_an_idle_page_asks_for_no_frames_and_a_timer_shown_still_runs(browser: B
     """Gradio's loading screen leaves a status tracker's frame loop running (60 frames a second for as long as the
     page is open): assets/web/frames.js lets none of its frames through while no timer is shown, and every one
     once a timer (.progress-text) is on the page."""
-    with new_page(browser, 1280, 720) as page:
+    with new_page(browser, 1280, 720, fresh=True) as page:  # (its init script stays with the tab: closed after)
         page.add_init_script(COUNT_TRACKER_FRAMES)
         open_app(page, server + FIRST_VIEW)
         for _ in range(2):  # (the load's chained events done)

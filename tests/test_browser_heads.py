@@ -102,9 +102,16 @@ def test_the_shipped_samples_statistics_and_a_self_attention_statistic_in_two_pa
     page.wait_for_function("() => document.querySelector('#heads-rules').textContent.includes('200 sentences')")
     page.get_by_label("Colour shows").click()
     asked = []  # another statistic is drawn from every statistic's grid the page holds: no request to the server
-    page.on("request", lambda r: "/gradio_api/queue/join" in r.url and asked.append(r.url))
-    page.get_by_role("option", name="weight on the previous token").click()  # self-attention only: two panels
-    page.wait_for_function(f"() => ({TRACE_KINDS})().length === 2")
+    def ask(request) -> None:
+        if "/gradio_api/queue/join" in request.url:
+            asked.append(request.url)
+
+    page.on("request", ask)
+    try:
+        page.get_by_role("option", name="weight on the previous token").click()  # self-attention only: two panels
+        page.wait_for_function(f"() => ({TRACE_KINDS})().length === 2")
+    finally:
+        page.remove_listener("request", ask)  # (the page goes on to other tests)
     assert grid_kinds(page) == ["encoder_self", "decoder_self"] and asked == []
 
 

@@ -8,7 +8,9 @@ head's scale box once turned ``<a href=…>EVIL</a>`` + Enter into a live link i
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
+import pytest
 from helpers.browser import PAYLOAD, assert_not_injected, open_app
 from playwright.sync_api import Page, expect
 
@@ -39,9 +41,14 @@ class Traffic:
 
     def __init__(self, page: Page):
         self.started, self.open = 0, set()
-        page.on("request", self._start)
-        page.on("requestfinished", self._end)
-        page.on("requestfailed", self._end)
+        self.listeners = {"request": self._start, "requestfinished": self._end, "requestfailed": self._end}
+        for event, listener in self.listeners.items():
+            page.on(event, listener)
+
+    def stop(self, page: Page) -> None:
+        """No more listening (the page goes on to other tests)."""
+        for event, listener in self.listeners.items():
+            page.remove_listener(event, listener)
 
     def _start(self, request) -> None:
         if "/gradio_api/queue/join" in request.url or "/gradio_api/run/" in request.url:
@@ -70,8 +77,14 @@ class Traffic:
             page.wait_for_timeout(100)
 
 
-def test_html_typed_into_every_box_of_every_tab_stays_text_popups_included(page: Page, server: str):
-    traffic = Traffic(page)
+@pytest.fixture
+def traffic(page: Page) -> Iterator[Traffic]:
+    watching = Traffic(page)
+    yield watching
+    watching.stop(page)
+
+
+def test_html_typed_into_every_box_of_every_tab_stays_text_popups_included(page: Page, server: str, traffic: Traffic):
     open_app(page, server)
     typed, popups = [], set()
     for k in range(page.get_by_role("tab").count()):  # by place: a tab's label is not what this tests

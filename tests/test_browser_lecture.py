@@ -18,7 +18,7 @@ import html
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from helpers.browser import TIMEOUT_MS, Watch
+from helpers.browser import TIMEOUT_MS, tabs
 from helpers.present import STILL, measure
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -69,11 +69,6 @@ GEOMETRY = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd
 })"""
 
 
-def _page(browser: Browser) -> tuple[Page, Watch]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    return page, Watch(page)
 
 
 def _shown(page: Page, n: int, whole: bool = True) -> None:
@@ -139,7 +134,8 @@ def _own_sentence(page: Page) -> None:
 
 
 def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str):
-    page, watch = _page(browser)
+    tab = tabs(browser).take(1280, 720)
+    page, watch = tab[1], tab[2]
     try:
         page.goto(f"{server}?lecture=1&stop=1")
         for n in range(1, len(lecture.STOPS) + 1):
@@ -157,6 +153,6 @@ def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str
         _own_sentence(page)
         assert "__theme=dark" in page.url and page.evaluate(STATE)["dark"]
     finally:
-        page.context.close()
+        tabs(browser).give_back(tab)
     watch.errors = [e for e in watch.errors if not LEFT_BEHIND.search(e)]
     watch.assert_clean()

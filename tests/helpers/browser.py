@@ -31,6 +31,7 @@ def chromium() -> Iterator[Browser]:
         try:
             yield browser
         finally:
+            _TABS.pop(id(browser), None)
             browser.close()
 
 
@@ -53,54 +54,110 @@ class Watch:
     def assert_clean(self) -> None:
         assert self.errors == [] and self.outside == [] and self.dialogs == [], vars(self)
 
+    def clear(self) -> None:
+        self.errors.clear(), self.outside.clear(), self.dialogs.clear()
 
-def watched_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
-    """A fresh page at ``width``×``height`` for a fixture to yield from; on teardown it must have shown no console
-    or page error, sent no request off loopback and opened no dialog (``Watch``). ``options``: new_context's."""
-    context = browser.new_context(viewport={"width": width, "height": height}, **options)
-    try:
+
+class Tabs:
+    """The browser's tabs that tests take turns in, one pool per worker's Chromium (``tabs(browser)``).
+
+    A page load is ~5 s of the machine's CPU in a new tab (a new renderer process: Gradio's and plotly's scripts
+    parsed and compiled anew) and ~2.9 s in a tab that loaded the app before (Chromium 150, 2 cores:
+    ``python -m bench.page_loads``). So a test's page is a tab another test left, navigated to ``about:blank`` (a
+    new document: no script, element or listener of the last one stays) and set to the test's size; its context's
+    options (downloads, permissions) are the same. A test that adds to a page what outlives a document (an init
+    script, a listener) removes it, or asks ``new_page(..., fresh=True)``.
+    """
+
+    KEEP = 2  # tabs kept per set of options (the rest are closed): a kept page and a fixture's page at once
+
+    def __init__(self, browser: Browser):
+        self.browser = browser
+        self.free: dict[str, list[tuple]] = {}  # options -> [(context, page, Watch)]
+
+    def take(self, width: int, height: int, fresh: bool = False, **options) -> tuple:
+        """A (context, page, Watch) at ``width``×``height``, on ``about:blank``, its Watch emptied."""
+        key = repr(sorted(options.items()))
+        if self.free.get(key) and not fresh:
+            entry = self.free[key].pop()
+            entry[1].goto("about:blank")
+            entry[1].set_viewport_size({"width": width, "height": height})
+            entry[2].clear()
+            return entry
+        context = self.browser.new_context(viewport={"width": width, "height": height}, **options)
         context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
-        watch = Watch(page)
-        yield page
+        return context, page, Watch(page)
+
+    def give_back(self, entry: tuple, fresh: bool = False, **options) -> None:
+        """A tab a test is done with: kept for the next test, unless it is ``fresh`` (changed beyond its document),
+        closed, or enough are kept."""
+        context, page, _ = entry
+        free = self.free.setdefault(repr(sorted(options.items())), [])
+        if fresh or page.is_closed() or len(free) >= self.KEEP:
+            context.close()
+        else:
+            free.append(entry)
+
+    def close(self) -> None:
+        for entries in self.free.values():
+            for context, _, _ in entries:
+                context.close()
+        self.free.clear()
+
+
+_TABS: dict[int, Tabs] = {}
+
+
+def tabs(browser: Browser) -> Tabs:
+    """The tabs of this Chromium (tests/conftest.py's ``browser`` closes them)."""
+    return _TABS.setdefault(id(browser), Tabs(browser))
+
+
+def watched_page(browser: Browser, width: int, height: int, fresh: bool = False, **options) -> Iterator[Page]:
+    """A page at ``width``×``height`` (``Tabs``: ``about:blank`` in a tab a test left, unless ``fresh``) for a fixture
+    to yield from; on teardown it must have shown no console or page error, sent no request off loopback and opened
+    no dialog (``Watch``). ``options``: new_context's."""
+    entry = tabs(browser).take(width, height, fresh, **options)
+    watch = entry[2]
+    try:
+        yield entry[1]
     finally:
-        context.close()
+        tabs(browser).give_back(entry, fresh, **options)
     watch.assert_clean()  # (not after a failure: that one is the test's result)
 
 
 class KeptPages:
     """Loaded pages that a module's tests take turns on, one per opening (the URL opened and the page's size and
-    options): a page load is ~3 s of Chromium's CPU (Gradio's and plotly's own script), most of a short test.
+    options): a page load is ~3 to 5 s of the machine's CPU (Gradio's and plotly's own script), most of a short test.
 
     ``open(url)`` gives the page the module's last test with the same opening left, not loaded again, when that test
-    passed; else a fresh page. Such a test may find what earlier tests of its module changed (they run in file
-    order): it relies only on the view it sets itself, or on what stays the same (the sentence, where none of them
-    changes it). It also passes alone, on a fresh page. Each test's page is checked like ``watched_page``'s
+    passed; else a page from ``Tabs``, loaded. Such a test may find what earlier tests of its module changed (they run
+    in file order): it relies only on the view it sets itself, or on what stays the same (the sentence, where none of
+    them changes it). It also passes alone, on a fresh page. Each test's page is checked like ``watched_page``'s
     (``Watch``), and a page a failed test used is closed, so that the next test starts on a fresh one.
     """
 
     def __init__(self, browser: Browser):
         self.browser = browser
-        self.kept: dict[tuple, tuple] = {}  # opening -> (context, page, Watch)
+        self.kept: dict[tuple, tuple] = {}  # opening -> ((context, page, Watch), options)
         self.used: list[tuple] = []  # the openings the running test used
 
     def open(self, url: str, width: int = 1400, height: int = 1000, *, load=None, **options) -> Page:
         """The app at ``url`` (``load``: how to load it, by default ``open_app``)."""
         key = (url, width, height, repr(sorted(options.items())))
         if key not in self.kept:
-            context = self.browser.new_context(viewport={"width": width, "height": height}, **options)
-            context.set_default_timeout(TIMEOUT_MS)
-            page = context.new_page()
-            self.kept[key] = (context, page, Watch(page))
-            (load or open_app)(page, url)
+            entry = tabs(self.browser).take(width, height, **options)
+            self.kept[key] = (entry, options)
+            (load or open_app)(entry[1], url)
         self.used.append(key)
-        return self.kept[key][1]
+        return self.kept[key][0][1]
 
     def test_ended(self, failed: bool) -> None:
         """After each test: its pages checked (``Watch``), a failed test's closed."""
         used, self.used = self.used, []
         for key in dict.fromkeys(used):
-            context, _, watch = self.kept[key]
+            (context, _, watch), _ = self.kept[key]
             if failed:
                 context.close()
                 del self.kept[key]
@@ -108,24 +165,24 @@ class KeptPages:
             try:
                 watch.assert_clean()
             finally:
-                watch.errors.clear(), watch.outside.clear(), watch.dialogs.clear()
+                watch.clear()
 
     def close(self) -> None:
-        for context, _, _ in self.kept.values():
-            context.close()
+        for entry, options in self.kept.values():
+            tabs(self.browser).give_back(entry, **options)
         self.kept.clear()
 
 
 @contextlib.contextmanager
-def new_page(browser: Browser, width: int, height: int, **options) -> Iterator[Page]:
+def new_page(browser: Browser, width: int, height: int, fresh: bool = False, **options) -> Iterator[Page]:
     """``watched_page`` for a ``with`` block inside a test (a page of another size than the fixture's)."""
-    pages = watched_page(browser, width, height, **options)
+    pages = watched_page(browser, width, height, fresh, **options)
     try:
         yield next(pages)
     except BaseException:
-        pages.close()  # closes the page's context
+        pages.close()  # gives the tab back
         raise
-    next(pages, None)  # closes it and checks what it did
+    next(pages, None)  # gives it back and checks what it did
 
 
 # ---------------------------------------------------------------------------------------------- on the page
