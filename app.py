@@ -130,7 +130,7 @@ def main() -> int:
     """Load the model and serve. A missing or corrupt model folder ends the app with one line on stderr (the
     file, the fault, what to do) and exit code 2, no traceback."""
     try:
-        translator = load_translator()
+        translator = load_translator(MODEL_DIR)
     except USER_ERRORS as exc:
         return fail(f"{exc} (the app's model folder is {MODEL_DIR}; ATTN_MODEL_DIR sets another)")
     launch(create_app(translator, serving=True))

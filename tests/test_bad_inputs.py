@@ -31,7 +31,7 @@ import pytest
 from helpers import bad_values
 from helpers.raw_api import RawClient, api_info, arguments, valid
 
-from bench.common import ROOT, free_port
+from bench.common import ROOT
 from viz.offline import OFFLINE_ENV
 from viz.ui.guards import HEAD_SCRIPT, CompressedAssets
 
@@ -362,19 +362,32 @@ def broken_copy(tiny_model_dir: Path, tmp_path: Path, name: str, data: bytes | N
     [("config.json", b'{"d_model": 192,'), ("model.safetensors", b"\0" * 100), ("tokenizer.model", None),
      ("config.json", "max_len: 2")],
 )
-def test_a_broken_model_stops_the_app_with_one_line(tiny_model_dir, tmp_path, name, data):
+def test_a_broken_model_stops_the_app_with_one_line(tiny_model_dir, tmp_path, monkeypatch, capfd, name, data):
+    """``app.main()``, what ``python app.py`` runs, in this process (a process of its own is the missing folder's
+    test below: nothing else reaches its stderr)."""
+    import app
+
     if data == "max_len: 2":  # a config the model reads, too small for the app's inputs (one-word translations)
         data = json.dumps(json.loads((tiny_model_dir / name).read_text()) | {"max_len": 2}).encode()
     folder = broken_copy(tiny_model_dir, tmp_path, name, data)
-    env = {**os.environ, **OFFLINE_ENV, "ATTN_MODEL_DIR": str(folder), "GRADIO_SERVER_PORT": str(free_port())}
-    run = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 2 and run.stdout == "" and len(lines) == 1, (run.returncode, run.stdout, run.stderr)
+    monkeypatch.setattr(app, "MODEL_DIR", folder)  # (what ATTN_MODEL_DIR sets)
+
+    def launch(*args, **kwargs):
+        raise AssertionError("the app started on a broken model")
+
+    monkeypatch.setattr(app, "launch", launch)
+    capfd.readouterr()
+    code = app.main()
+    out, err = capfd.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
     assert lines[0].startswith("error: ") and str(folder / name) in lines[0] and "ATTN_MODEL_DIR" in lines[0], lines
-    assert "Traceback" not in run.stderr
+    assert "Traceback" not in err
 
 
 def test_a_missing_model_folder_stops_the_app_with_one_line(tmp_path):
+    """``python app.py`` as a user starts it: one line on stderr, nothing on stdout, exit code 2."""
     env = {**os.environ, **OFFLINE_ENV, "ATTN_MODEL_DIR": str(tmp_path / "nowhere")}
     run = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 2 and run.stderr.count("\n") == 1 and str(tmp_path / "nowhere") in run.stderr, run.stderr
+    assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1, (run.stdout, run.stderr)
+    assert str(tmp_path / "nowhere") in run.stderr and "Traceback" not in run.stderr
