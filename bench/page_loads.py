@@ -2,7 +2,10 @@
 in wall time: the app opened in a new browser tab each time, the app opened again in the same tab, and the lecture's
 stops walked in one tab (each stop loads its own URL).
 
-    python -m bench.page_loads [--loads 8]
+    python -m bench.page_loads [--loads 8] [--trace]
+
+``--trace``: also a Chromium trace of lecture stops 2–5 walked in one tab: the renderer's restyling
+(UpdateLayoutTree: how many times, its time) and the machine's CPU for the four stops.
 
 The browser tests load the app ~60 times, so this is what their time is made of (tests/helpers/browser.py's ``Tabs``
 hands them tabs that loaded the app before). CPU is read from /proc/stat: everything the machine ran, so run it on a
@@ -12,8 +15,10 @@ quiet machine; each figure is the median of ``--loads`` loads after one warm-up.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -50,7 +55,16 @@ def medians(samples: list[tuple[float, float]]) -> dict:
             "loads": len(samples)}
 
 
-def run(loads: int, log: Callable[[str], None] = print) -> dict:
+def restyling(path: str) -> tuple[int, float]:
+    """(count, ms) of the UpdateLayoutTree events of a Chromium trace (the renderers' style recalculations)."""
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    found = [e for e in events if e.get("name") == "UpdateLayoutTree" and e.get("ph") == "X"]
+    return len(found), sum(e.get("dur", 0) for e in found) / 1000
+
+
+def run(loads: int, trace: bool = False, log: Callable[[str], None] = print) -> dict:
     from playwright.sync_api import sync_playwright  # a test requirement only
 
     out = {}
@@ -85,19 +99,34 @@ def run(loads: int, log: Callable[[str], None] = print) -> dict:
 
             stop(1)  # a warm-up
             out["lecture_stop"] = medians([measured(lambda n=n: stop(n)) for n in range(2, 2 + min(loads, 10))])
+            if trace:
+                stop(1)
+                with tempfile.TemporaryDirectory() as folder:
+                    path = f"{folder}/trace.json"
+                    browser.start_tracing(path=path, categories=["devtools.timeline"])
+                    cpu, _ = measured(lambda: [stop(n) for n in range(2, 6)])
+                    browser.stop_tracing()
+                    count, ms = restyling(path)
+                out["lecture_trace"] = {"cpu_s": cpu, "restyles": count, "restyle_ms": ms}
         finally:
             browser.close()
     for name, what in (("new_tab", "the app in a new tab"), ("same_tab", "the app again in the same tab"),
                        ("lecture_stop", "a lecture stop (stops 2 on, one tab)")):
         r = out[name]
         log(f"  {what}: machine CPU {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s (median of {r['loads']})")
+    if trace:
+        r = out["lecture_trace"]
+        log(f"  lecture stops 2-5, traced: machine CPU {r['cpu_s']:.1f} s, restyled {r['restyles']} times in "
+            f"{r['restyle_ms']:.0f} ms")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loads", type=int, default=8)
-    run(parser.parse_args().loads)
+    parser.add_argument("--trace", action="store_true", help="trace lecture stops 2-5: their restyling")
+    args = parser.parse_args()
+    run(args.loads, args.trace)
 
 
 if __name__ == "__main__":

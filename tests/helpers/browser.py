@@ -61,8 +61,8 @@ class Watch:
 class Tabs:
     """The browser's tabs that tests take turns in, one pool per worker's Chromium (``tabs(browser)``).
 
-    A page load is ~5 s of the machine's CPU in a new tab (a new renderer process: Gradio's and plotly's scripts
-    parsed and compiled anew) and ~2.9 s in a tab that loaded the app before (Chromium 150, 2 cores:
+    A page load is ~5.6 s of the machine's CPU in a new tab (a new renderer process: Gradio's and plotly's scripts
+    parsed and compiled anew) and ~3.0 s in a tab that loaded the app before (Chromium 150, 2 cores:
     ``python -m bench.page_loads``). So a test's page is a tab another test left, navigated to ``about:blank`` (a
     new document: no script, element or listener of the last one stays) and set to the test's size; its context's
     options (downloads, permissions) are the same. A test that adds to a page what outlives a document (an init
@@ -129,7 +129,7 @@ def watched_page(browser: Browser, width: int, height: int, fresh: bool = False,
 
 class KeptPages:
     """Loaded pages that a module's tests take turns on, one per opening (the URL opened and the page's size and
-    options): a page load is ~3 to 5 s of the machine's CPU (Gradio's and plotly's own script), most of a short test.
+    options): a page load is 3 to 6 s of the machine's CPU (Gradio's and plotly's own script), most of a short test.
 
     ``open(url)`` gives the page the module's last test with the same opening left, not loaded again, when that test
     passed; else a page from ``Tabs``, loaded. Such a test may find what earlier tests of its module changed (they run
