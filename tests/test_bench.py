@@ -132,3 +132,16 @@ def test_an_app_runs_in_the_checkout_named_with_its_own_python(tmp_path: Path):
             cwd, script, python = answer.read().decode().split("|")
     assert Path(cwd) == tmp_path and script == "serve.py"
     assert python == str(tmp_path / ".venv" / "bin" / "python")
+
+
+def test_page_loads_counts_a_traces_restyling_and_takes_medians(tmp_path: Path):
+    """bench.page_loads: the renderers' style recalculations of a Chromium trace (either of its two JSON forms), and
+    the medians of (CPU, wall) samples."""
+    from bench.page_loads import medians, restyling
+
+    events = [{"name": "UpdateLayoutTree", "ph": "X", "dur": 1500}, {"name": "UpdateLayoutTree", "ph": "X", "dur": 500},
+              {"name": "UpdateLayoutTree", "ph": "B"}, {"name": "Layout", "ph": "X", "dur": 9000}]
+    for form in ({"traceEvents": events}, events):
+        (tmp_path / "trace.json").write_text(json.dumps(form))
+        assert restyling(str(tmp_path / "trace.json")) == (2, 2.0)
+    assert medians([(5.0, 3.0), (3.0, 2.0), (4.0, 9.0)]) == {"cpu_s": 4.0, "wall_s": 3.0, "loads": 3}
