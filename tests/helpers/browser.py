@@ -55,7 +55,8 @@ class Watch:
         assert self.errors == [] and self.outside == [] and self.dialogs == [], vars(self)
 
     def clear(self) -> None:
-        self.errors.clear(), self.outside.clear(), self.dialogs.clear()
+        for found in (self.errors, self.outside, self.dialogs):
+            found.clear()
 
 
 class Tabs:
@@ -99,18 +100,11 @@ class Tabs:
         else:
             free.append(entry)
 
-    def close(self) -> None:
-        for entries in self.free.values():
-            for context, _, _ in entries:
-                context.close()
-        self.free.clear()
-
-
 _TABS: dict[int, Tabs] = {}
 
 
 def tabs(browser: Browser) -> Tabs:
-    """The tabs of this Chromium (tests/conftest.py's ``browser`` closes them)."""
+    """The tabs of this Chromium (``chromium()`` forgets them as it closes the browser, and with it every tab)."""
     return _TABS.setdefault(id(browser), Tabs(browser))
 
 
