@@ -69,8 +69,6 @@ GEOMETRY = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd
 })"""
 
 
-
-
 def _shown(page: Page, n: int, whole: bool = True) -> None:
     """Until stop ``n``'s mark (and ``whole``: its frame) is on screen above the bar; if it never is, the failure says
     where things were."""
@@ -135,7 +133,7 @@ def _own_sentence(page: Page) -> None:
 
 def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str):
     tab = tabs(browser).take(1280, 720)
-    page, watch = tab[1], tab[2]
+    page, watch = tab.page, tab.watch
     try:
         page.goto(f"{server}?lecture=1&stop=1")
         for n in range(1, len(lecture.STOPS) + 1):

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, BrowserContext, Page
 
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from bench.common import is_loopback
@@ -59,6 +60,14 @@ class Watch:
             found.clear()
 
 
+class Tab(NamedTuple):
+    """A browser tab of its own context, and what its page did (``Watch``)."""
+
+    context: BrowserContext
+    page: Page
+    watch: Watch
+
+
 class Tabs:
     """The browser's tabs that tests take turns in, one pool per worker's Chromium (``tabs(browser)``).
 
@@ -74,31 +83,30 @@ class Tabs:
 
     def __init__(self, browser: Browser):
         self.browser = browser
-        self.free: dict[str, list[tuple]] = {}  # options -> [(context, page, Watch)]
+        self.free: dict[str, list[Tab]] = {}  # options -> tabs kept
 
-    def take(self, width: int, height: int, fresh: bool = False, **options) -> tuple:
-        """A (context, page, Watch) at ``width``×``height``, on ``about:blank``, its Watch emptied."""
+    def take(self, width: int, height: int, fresh: bool = False, **options) -> Tab:
+        """A tab at ``width``×``height``, on ``about:blank``, its Watch emptied."""
         key = repr(sorted(options.items()))
         if self.free.get(key) and not fresh:
-            entry = self.free[key].pop()
-            entry[1].goto("about:blank")
-            entry[1].set_viewport_size({"width": width, "height": height})
-            entry[2].clear()
-            return entry
+            tab = self.free[key].pop()
+            tab.page.goto("about:blank")
+            tab.page.set_viewport_size({"width": width, "height": height})
+            tab.watch.clear()
+            return tab
         context = self.browser.new_context(viewport={"width": width, "height": height}, **options)
         context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
-        return context, page, Watch(page)
+        return Tab(context, page, Watch(page))
 
-    def give_back(self, entry: tuple, fresh: bool = False, **options) -> None:
+    def give_back(self, tab: Tab, fresh: bool = False, **options) -> None:
         """A tab a test is done with: kept for the next test, unless it is ``fresh`` (changed beyond its document),
         closed, or enough are kept."""
-        context, page, _ = entry
         free = self.free.setdefault(repr(sorted(options.items())), [])
-        if fresh or page.is_closed() or len(free) >= self.KEEP:
-            context.close()
+        if fresh or tab.page.is_closed() or len(free) >= self.KEEP:
+            tab.context.close()
         else:
-            free.append(entry)
+            free.append(tab)
 
 _TABS: dict[int, Tabs] = {}
 
@@ -112,13 +120,12 @@ def watched_page(browser: Browser, width: int, height: int, fresh: bool = False,
     """A page at ``width``×``height`` (``Tabs``: ``about:blank`` in a tab a test left, unless ``fresh``) for a fixture
     to yield from; on teardown it must have shown no console or page error, sent no request off loopback and opened
     no dialog (``Watch``). ``options``: new_context's."""
-    entry = tabs(browser).take(width, height, fresh, **options)
-    watch = entry[2]
+    tab = tabs(browser).take(width, height, fresh, **options)
     try:
-        yield entry[1]
+        yield tab.page
     finally:
-        tabs(browser).give_back(entry, fresh, **options)
-    watch.assert_clean()  # (not after a failure: that one is the test's result)
+        tabs(browser).give_back(tab, fresh, **options)
+    tab.watch.assert_clean()  # (not after a failure: that one is the test's result)
 
 
 class KeptPages:
@@ -134,36 +141,36 @@ class KeptPages:
 
     def __init__(self, browser: Browser):
         self.browser = browser
-        self.kept: dict[tuple, tuple] = {}  # opening -> ((context, page, Watch), options)
+        self.kept: dict[tuple, tuple[Tab, dict]] = {}  # opening -> (its tab, the tab's options)
         self.used: list[tuple] = []  # the openings the running test used
 
     def open(self, url: str, width: int = 1400, height: int = 1000, *, load=None, **options) -> Page:
         """The app at ``url`` (``load``: how to load it, by default ``open_app``)."""
         key = (url, width, height, repr(sorted(options.items())))
         if key not in self.kept:
-            entry = tabs(self.browser).take(width, height, **options)
-            self.kept[key] = (entry, options)
-            (load or open_app)(entry[1], url)
+            tab = tabs(self.browser).take(width, height, **options)
+            self.kept[key] = (tab, options)
+            (load or open_app)(tab.page, url)
         self.used.append(key)
-        return self.kept[key][0][1]
+        return self.kept[key][0].page
 
     def test_ended(self, failed: bool) -> None:
         """After each test: its pages checked (``Watch``), a failed test's closed."""
         used, self.used = self.used, []
         for key in dict.fromkeys(used):
-            (context, _, watch), _ = self.kept[key]
+            tab, _ = self.kept[key]
             if failed:
-                context.close()
+                tab.context.close()
                 del self.kept[key]
                 continue
             try:
-                watch.assert_clean()
+                tab.watch.assert_clean()
             finally:
-                watch.clear()
+                tab.watch.clear()
 
     def close(self) -> None:
-        for entry, options in self.kept.values():
-            tabs(self.browser).give_back(entry, **options)
+        for tab, options in self.kept.values():
+            tabs(self.browser).give_back(tab, **options)
         self.kept.clear()
 
 
