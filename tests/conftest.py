@@ -265,4 +265,4 @@ def page(browser):
     """A fresh page at 1400×1000 that fails its test on a console or page error, a dialog or a request off loopback."""
     from helpers.browser import watched_page
 
-    yield from watched_page(browser, 1400, 1000, accept_downloads=True)
+    yield from watched_page(browser, 1400, 1000)

@@ -41,7 +41,7 @@ DARK = FIRST_VIEW + "&__theme=dark"  # every tab is also checked in the dark the
 
 def opened(kept: KeptPages, server: str, view: str) -> Page:
     """The module's kept page opened on ``view`` (downloads allowed)."""
-    return kept.open(server + view, accept_downloads=True)
+    return kept.open(server + view)
 
 
 def open_export(page: Page) -> None:

@@ -38,9 +38,8 @@ STATE = f"""() => ({{
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    """A page at a projector's 1280×720 with a clipboard, checked like every browser test's page."""
-    yield from watched_page(browser, WIDTH, HEIGHT, accept_downloads=True,
-                            permissions=["clipboard-read", "clipboard-write"])
+    """A page at a projector's 1280×720 (every page has a clipboard), checked like every browser test's page."""
+    yield from watched_page(browser, WIDTH, HEIGHT)
 
 
 def open_view(page: Page, url: str, title_part: str = "") -> dict:
@@ -56,8 +55,7 @@ def open_view(page: Page, url: str, title_part: str = "") -> dict:
 def opened(kept: KeptPages, url: str, title_part: str = "") -> tuple[Page, dict]:
     """The module's kept page at 1280×720 opened on ``url`` (``open_view``, on a page load only: an earlier test may
     have changed the view since), and the view it shows now."""
-    page = kept.open(url, WIDTH, HEIGHT, load=lambda p, u: open_view(p, u, title_part), accept_downloads=True,
-                     permissions=["clipboard-read", "clipboard-write"])
+    page = kept.open(url, WIDTH, HEIGHT, load=lambda p, u: open_view(p, u, title_part))
     return page, page.evaluate(STATE)
 
 

@@ -41,7 +41,7 @@ REPLOTS = ("plotly_afterplot", "plotly_react", "plotly_restyle", "plotly_relayou
 
 def opened(kept: KeptPages, url: str) -> Page:
     """The module's kept page at 1280×720 opened on ``url`` (downloads allowed)."""
-    return kept.open(url, 1280, 720, accept_downloads=True)
+    return kept.open(url, 1280, 720)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -40,7 +40,7 @@ GIVEN_VISIBLE = "() => { const e = document.querySelector('#given'); return !!(e
 
 # -------------------------------------------------------------------------------------------------------------- helpers
 def opened(kept: KeptPages, server: str) -> Page:
-    return kept.open(server, accept_downloads=True)
+    return kept.open(server)
 
 
 def hover_text(page: Page, plot_id: str, x: float, y: float) -> str:

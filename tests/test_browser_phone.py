@@ -141,7 +141,7 @@ def test_on_a_phone_every_tab_is_one_tap_away_and_nothing_covers_or_runs_under_a
                                                                                        server: str):
     """Only one or two tab names showed, the rest behind a "More tabs" menu; plotly's toolbar, shown on a tap,
     covered titles and legends; the examples menu's text ran under its arrow; "Copy link" reflowed its row."""
-    with new_page(browser, *PHONE, permissions=["clipboard-read", "clipboard-write"]) as page:
+    with new_page(browser, *PHONE) as page:
         open_app(page, server)
         assert_dropdown_text_clear_of_its_arrow(page)
         assert_copy_link_keeps_its_row(page, PHONE)
@@ -165,7 +165,7 @@ def test_on_a_wide_screen_too_and_the_word_piece_dot_is_explained(browser: Brows
     """The dropdown and "Copy link" on a projector's screen; then "eine ·m", "·ing": the dot before a word piece was
     never explained. The status line says what it means with a word of the sentence (every tab's "How to read
     this" that shows pieces says it too: tests/test_views.py)."""
-    with new_page(browser, *WIDE, permissions=["clipboard-read", "clipboard-write"]) as page:
+    with new_page(browser, *WIDE) as page:
         open_app(page, server)
         assert_dropdown_text_clear_of_its_arrow(page)
         assert_copy_link_keeps_its_row(page, WIDE)

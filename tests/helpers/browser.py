@@ -19,6 +19,8 @@ from bench.common import is_loopback
 from helpers.scripts import GD, HAS_HEATMAP, TAB_SELECTED, TITLE, VALUE
 
 TIMEOUT_MS = 90_000  # generous: the machine may be busy training
+# Every tab's context: downloads accepted (the export tests) and the clipboard readable (Copy link's tests)
+CONTEXT = {"accept_downloads": True, "permissions": ["clipboard-read", "clipboard-write"]}
 PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
 
 
@@ -74,39 +76,38 @@ class Tabs:
     A page load is ~5.6 s of the machine's CPU in a new tab (a new renderer process: Gradio's and plotly's scripts
     parsed and compiled anew) and ~3.0 s in a tab that loaded the app before (Chromium 150, 2 cores:
     ``python -m bench.page_loads``). So a test's page is a tab another test left, navigated to ``about:blank`` (a
-    new document: no script, element or listener of the last one stays) and set to the test's size; its context's
-    options (downloads, permissions) are the same. A test that adds to a page what outlives a document (an init
-    script, a listener) removes it, or asks ``new_page(..., fresh=True)``.
+    new document: no script, element or listener of the last one stays) and set to the test's size. Every tab's
+    context has the same options (``CONTEXT``: what any browser test needs), so that any test can take any tab. A test
+    that adds to a page what outlives a document (an init script, a listener) removes it, or asks
+    ``new_page(..., fresh=True)``.
     """
 
-    KEEP = 2  # tabs kept per set of options (the rest are closed): a kept page and a fixture's page at once
+    KEEP = 2  # tabs kept (the rest are closed): a kept page and a fixture's page at once
 
     def __init__(self, browser: Browser):
         self.browser = browser
-        self.free: dict[str, list[Tab]] = {}  # options -> tabs kept
+        self.free: list[Tab] = []  # tabs kept
 
-    def take(self, width: int, height: int, fresh: bool = False, **options) -> Tab:
+    def take(self, width: int, height: int, fresh: bool = False) -> Tab:
         """A tab at ``width``×``height``, on ``about:blank``, its Watch emptied."""
-        key = repr(sorted(options.items()))
-        if self.free.get(key) and not fresh:
-            tab = self.free[key].pop()
+        if self.free and not fresh:
+            tab = self.free.pop()
             tab.page.goto("about:blank")
             tab.page.set_viewport_size({"width": width, "height": height})
             tab.watch.clear()
             return tab
-        context = self.browser.new_context(viewport={"width": width, "height": height}, **options)
+        context = self.browser.new_context(viewport={"width": width, "height": height}, **CONTEXT)
         context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
         return Tab(context, page, Watch(page))
 
-    def give_back(self, tab: Tab, fresh: bool = False, **options) -> None:
+    def give_back(self, tab: Tab, fresh: bool = False) -> None:
         """A tab a test is done with: kept for the next test, unless it is ``fresh`` (changed beyond its document),
         closed, or enough are kept."""
-        free = self.free.setdefault(repr(sorted(options.items())), [])
-        if fresh or tab.page.is_closed() or len(free) >= self.KEEP:
+        if fresh or tab.page.is_closed() or len(self.free) >= self.KEEP:
             tab.context.close()
         else:
-            free.append(tab)
+            self.free.append(tab)
 
 _TABS: dict[int, Tabs] = {}
 
@@ -116,21 +117,21 @@ def tabs(browser: Browser) -> Tabs:
     return _TABS.setdefault(id(browser), Tabs(browser))
 
 
-def watched_page(browser: Browser, width: int, height: int, fresh: bool = False, **options) -> Iterator[Page]:
+def watched_page(browser: Browser, width: int, height: int, fresh: bool = False) -> Iterator[Page]:
     """A page at ``width``×``height`` (``Tabs``: ``about:blank`` in a tab a test left, unless ``fresh``) for a fixture
     to yield from; on teardown it must have shown no console or page error, sent no request off loopback and opened
-    no dialog (``Watch``). ``options``: new_context's."""
-    tab = tabs(browser).take(width, height, fresh, **options)
+    no dialog (``Watch``)."""
+    tab = tabs(browser).take(width, height, fresh)
     try:
         yield tab.page
     finally:
-        tabs(browser).give_back(tab, fresh, **options)
+        tabs(browser).give_back(tab, fresh)
     tab.watch.assert_clean()  # (not after a failure: that one is the test's result)
 
 
 class KeptPages:
-    """Loaded pages that a module's tests take turns on, one per opening (the URL opened and the page's size and
-    options): a page load is 3 to 6 s of the machine's CPU (Gradio's and plotly's own script), most of a short test.
+    """Loaded pages that a module's tests take turns on, one per opening (the URL opened and the page's size): a page
+    load is 3 to 6 s of the machine's CPU (Gradio's and plotly's own script), most of a short test.
 
     ``open(url)`` gives the page the module's last test with the same opening left, not loaded again, when that test
     passed; else a page from ``Tabs``, loaded. Such a test may find what earlier tests of its module changed (they run
@@ -141,24 +142,24 @@ class KeptPages:
 
     def __init__(self, browser: Browser):
         self.browser = browser
-        self.kept: dict[tuple, tuple[Tab, dict]] = {}  # opening -> (its tab, the tab's options)
+        self.kept: dict[tuple, Tab] = {}  # opening -> its tab
         self.used: list[tuple] = []  # the openings the running test used
 
-    def open(self, url: str, width: int = 1400, height: int = 1000, *, load=None, **options) -> Page:
+    def open(self, url: str, width: int = 1400, height: int = 1000, *, load=None) -> Page:
         """The app at ``url`` (``load``: how to load it, by default ``open_app``)."""
-        key = (url, width, height, repr(sorted(options.items())))
+        key = (url, width, height)
         if key not in self.kept:
-            tab = tabs(self.browser).take(width, height, **options)
-            self.kept[key] = (tab, options)
+            tab = tabs(self.browser).take(width, height)
+            self.kept[key] = tab
             (load or open_app)(tab.page, url)
         self.used.append(key)
-        return self.kept[key][0].page
+        return self.kept[key].page
 
     def test_ended(self, failed: bool) -> None:
         """After each test: its pages checked (``Watch``), a failed test's closed."""
         used, self.used = self.used, []
         for key in dict.fromkeys(used):
-            tab, _ = self.kept[key]
+            tab = self.kept[key]
             if failed:
                 tab.context.close()
                 del self.kept[key]
@@ -169,15 +170,15 @@ class KeptPages:
                 tab.watch.clear()
 
     def close(self) -> None:
-        for tab, options in self.kept.values():
-            tabs(self.browser).give_back(tab, **options)
+        for tab in self.kept.values():
+            tabs(self.browser).give_back(tab)
         self.kept.clear()
 
 
 @contextlib.contextmanager
-def new_page(browser: Browser, width: int, height: int, fresh: bool = False, **options) -> Iterator[Page]:
+def new_page(browser: Browser, width: int, height: int, fresh: bool = False) -> Iterator[Page]:
     """``watched_page`` for a ``with`` block inside a test (a page of another size than the fixture's)."""
-    pages = watched_page(browser, width, height, fresh, **options)
+    pages = watched_page(browser, width, height, fresh)
     try:
         yield next(pages)
     except BaseException:
