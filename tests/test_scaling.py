@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -264,14 +262,6 @@ def test_number_formatting():
     assert V.fmt(2.4e-7) == "2.4 × 10⁻⁷" and V.fmt(3.1e5) == "3.1 × 10⁵" and V.fmt(0.0442) == "0.0442"
     assert V.weight(0.19) == "0.19" and V.weight(0.99969) == "0.9997" and V.weight(1 - 2e-7) == "1 − 2.0 × 10⁻⁷"
     assert V.times(4.24) == "4.2" and V.times(480.2) == "480" and V.times(3.1e5) == "3.1 × 10⁵"
-
-
-@pytest.mark.parametrize(
-    ("module", "forbidden"), [("viz.scaling", ("torch", "gradio")), ("model.probes.scaling", ("gradio", "plotly"))]
-)
-def test_layering(module, forbidden):
-    code = f"import sys, {module}; bad = [m for m in {forbidden!r} if m in sys.modules]; assert not bad, bad"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=S.__file__.rsplit("/model/", 1)[0])
 
 
 def test_the_entropy_figure_is_the_one_built_anew():
