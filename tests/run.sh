@@ -15,6 +15,6 @@ fi
 "$VENV/bin/ruff" check .
 # Two workers (pytest-xdist), one test file each at a time, the browser files first (tests/conftest.py): the two cores
 # are busy all along (Chromium, the apps, the tests). On a quiet 2-core machine this whole command took 4 min 52 s to
-# 5 min 36 s on an AMD EPYC (five runs in one day), 6 min 29 s to 7 min 42 s on a slower Intel Xeon whose speed drifted
-# ~1.7× within the day; a third worker (-n 3) was slower, the cores being the limit.
+# 5 min 36 s on an AMD EPYC (five runs in one day), 6 min 26 s to 9 min 7 s on a slower Intel Xeon whose speed drifts
+# ~1.5× within a day; a third worker (-n 3) was slower, the cores being the limit.
 "$VENV/bin/python" -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests "$@"
