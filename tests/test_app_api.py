@@ -231,6 +231,10 @@ def test_a_classroom_of_30_concurrent_translations(app_module):
         assert answer.event == "complete", answer.data
         return answer.data[0]
 
-    with ThreadPoolExecutor(max_workers=len(sentences)) as pool:
-        results = list(pool.map(call, range(len(sentences))))  # raises the first error, if any
+    try:
+        with ThreadPoolExecutor(max_workers=len(sentences)) as pool:
+            results = list(pool.map(call, range(len(sentences))))  # raises the first error, if any
+    finally:
+        for client in clients:
+            client.close()
     assert len(results) == 30 and all(isinstance(r, str) and r.strip() for r in results)
