@@ -1,15 +1,16 @@
 """Presentation mode on every tab (``?present=1``): every visible text of the open tab — figure titles, ticks, legends,
 colour-bar labels, cell texts, captions, notes, Markdown, tables, the How-to-read text, control labels — at least
 16 px as rendered, at a contrast of at least 4.5:1 against what is drawn behind it, and no two texts of a figure over
-each other or past its figure; light and dark (``__theme=dark``), at 1280×720.
+each other or past its figure; light and dark (the system's colour scheme, which Gradio follows while the page is
+open; ``__theme=dark`` gives the same style), at 1280×720.
 
-One page per theme, the tabs visited in turn by their tab buttons (the page keeps presentation mode: the class
-``attn-present`` on the body, and the figures drawn for it). Measured in the page: tests/helpers/present.py.
+One page, the tabs visited in turn by their tab buttons, each measured in both themes (the page keeps presentation
+mode: the class ``attn-present`` on the body, and the figures drawn for it). Measured in the page:
+tests/helpers/present.py.
 """
 
 from __future__ import annotations
 
-import pytest
 from helpers.browser import new_page
 from helpers.present import LEAST_PX, STILL, measure
 from playwright.sync_api import Browser, Page
@@ -69,20 +70,33 @@ def visit(page: Page, tab: str) -> None:
     page.evaluate(STILL)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_presentation_mode_writes_every_text_of_every_tab_large_and_clear(browser: Browser, server: str,
-                                                                         theme: str):
-    dark = "&__theme=dark" if theme == "dark" else ""
+def theme(page: Page, dark: bool) -> None:
+    """The system's colour scheme switched (Gradio follows it while the page is open: its theme is "system" when the
+    URL names none), until the page has restyled and its figures and texts keep still."""
+    page.emulate_media(color_scheme="dark" if dark else "light")
+    page.wait_for_function("(dark) => document.body.classList.contains('dark') === dark", arg=dark)
+    page.evaluate(STILL)
+
+
+def test_presentation_mode_writes_every_text_of_every_tab_large_and_clear(browser: Browser, server: str):
+    """Each tab measured light, then dark (the page's style changes, not its figures: they draw with transparent
+    backgrounds and mid-grey text, and the page script reads no theme), then light again for the next tab."""
     with new_page(browser, *WIDE) as page:
-        page.goto(f"{server}?present=1&tab=attention{dark}")
+        page.goto(f"{server}?present=1&tab=attention")
         page.wait_for_function("() => document.body.classList.contains('attn-present')")
         found = {}
-        for tab in TABS:
-            visit(page, tab)
-            found[tab] = got = measure(page)
-            print(f"{theme} {tab}: {got['texts']} texts, smallest {got['smallest']:.1f} px, "
-                  f"lowest contrast {got['lowest']:.2f}, {len(got['problems'])} problems")
-        assert {tab: got["problems"] for tab, got in found.items() if got["problems"]} == {}
+        try:
+            for tab in TABS:
+                visit(page, tab)
+                for name in ("light", "dark"):
+                    theme(page, name == "dark")
+                    found[name, tab] = got = measure(page)
+                    print(f"{name} {tab}: {got['texts']} texts, smallest {got['smallest']:.1f} px, "
+                          f"lowest contrast {got['lowest']:.2f}, {len(got['problems'])} problems")
+                theme(page, False)
+        finally:
+            page.emulate_media(color_scheme="light")  # (the tab goes back to the pool: as it came)
+        assert {key: got["problems"] for key, got in found.items() if got["problems"]} == {}
 
 
 SMALLEST = """(id) => Math.min(...[...document.querySelectorAll(`#${id} .main-svg text`)]

@@ -21,7 +21,8 @@
    laid out to the pixel by the server (Inside a head's) is drawn larger as a whole instead: its fonts, height,
    margins and pixel offsets times its --attn-present-scale (app.css). A figure the server already drew for a
    projector (the Attention tab's) keeps its sizes and margins. A change of the flag draws every shown figure again
-   from what the server sent; a figure in a hidden tab, as its tab shows.
+   from what the server sent; a figure in a hidden tab, as its tab shows. So does a change of the theme while in
+   presentation mode (the system's colour scheme switched with the page open: the texts' colour was the old theme's).
 
    A feature may draw another figure in a figure's place (shared.drawHooks): a hook(gd, data, layout, config) returns
    null, or the data and layout to draw (and to keep as sent) instead (inside.js: a figure it drew in place of
@@ -163,9 +164,12 @@
     const now = [layout.margin, (layout.xaxis || {}).tickangle];
     if (JSON.stringify(now) !== was) window.Plotly.relayout(gd, {margin: now[0], 'xaxis.tickangle': now[1]});
   }));
-  // Presentation mode switched: a shown figure is drawn again from what the server sent, a hidden one as it shows
+  // Presentation mode switched, or its text colour (the theme): a shown figure is drawn again from what the server
+  // sent, a hidden one as it shows
+  const ink = (gd) => (presenting() ? getComputedStyle(gd).color : null);
   const redraw = (gd) => {
-    if (!gd.isConnected || !gd.clientWidth || !gd.attnSent || gd.attnPresent === presenting()) return;
+    if (!gd.isConnected || !gd.clientWidth || !gd.attnSent) return;
+    if (gd.attnPresent === presenting() && gd.attnInk === ink(gd)) return;
     window.Plotly.react(gd, gd.attnSentData, {...gd.attnSent}, gd.attnSentConfig);
   };
   const presentation = new ResizeObserver((entries) => entries.forEach(({target: gd}) => {
@@ -189,6 +193,7 @@
         }
         if (gd.attnSent !== layout) Object.assign(gd, {attnSent: layout, attnSentData: data, attnSentConfig: more[0]});
         gd.attnPresent = presenting();
+        gd.attnInk = ink(gd);
         let grown = false;
         if (gd.attnPresent && layout) [data, layout, grown] = presentDraw(gd, data, layout);
         if (grown) refit.unobserve(gd);
