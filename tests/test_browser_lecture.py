@@ -150,6 +150,8 @@ def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str
         assert _at_stop(page, 2)["dark"]
         _own_sentence(page)
         assert "__theme=dark" in page.url and page.evaluate(STATE)["dark"]
+        # 15 page loads and a sentence later, the browser keeps no record of the runs (app.launch: run_history=False)
+        assert page.evaluate("() => Object.keys(localStorage).filter((k) => k.startsWith('gradio:run-history'))") == []
     finally:
         tabs(browser).give_back(tab)
     watch.errors = [e for e in watch.errors if not LEFT_BEHIND.search(e)]

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers.raw_api import RawClient
 
 from bench.capacity import distinct_text
 from bench.common import GradioHTTP, read_status_kb
@@ -34,7 +35,7 @@ SESSIONS = 60
 def served(serve):
     """The shipped model served in this process with a BUDGET_MB result cache, and a raw-HTTP client."""
     app = serve("shipped", env={"ATTN_CACHE_MB": str(BUDGET_MB)})
-    return SimpleNamespace(demo=app.demo, client=GradioHTTP(app.url))
+    return SimpleNamespace(demo=app.demo, client=GradioHTTP(app.url), url=app.url)
 
 
 def visualise(served, i: int, session_hash: str | None = None) -> list:
@@ -81,6 +82,19 @@ def test_the_queue_keeps_no_record_of_past_events(served):
         visualise(served, 700 + i)
     assert len(queue.event_analytics) <= 1
     assert queue.compute_analytics_summary(list(queue.event_analytics.values())) == {"functions": {}}
+
+
+def test_the_visitors_browser_keeps_no_run_history(served):
+    """Gradio 6.31.0's run history kept each run of a public endpoint, its figures included, in the visitor's
+    localStorage (up to 100 runs), rewritten whole several times an event, and served a page
+    and routes to review them and connect a Hugging Face bucket. The app turns it off (``app.launch``): the page's
+    config says so, and the page and routes are gone."""
+    client = RawClient(served.url)
+    status, config = client.request("GET", "/config")
+    assert status == 200 and json.loads(config)["run_history"] is False
+    assert client.request("GET", "/gradio_api/runs")[0] == 404
+    assert client.request("POST", "/gradio_api/run-history/connect", b"{}",
+                          {"Content-Type": "application/json"})[0] in (404, 405)
 
 
 def test_an_idle_queue_waits_for_its_next_event_and_answers_it(served, monkeypatch):
