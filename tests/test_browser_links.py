@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
-from helpers.browser import new_page, open_app, wait_tab, watched_page
+from helpers.browser import new_page, open_app, wait_idle, wait_tab, watched_page
 from helpers.scripts import GD, TITLE, VALUE
 from playwright.sync_api import Browser, Page
 
@@ -192,6 +192,7 @@ def test_a_bad_step_falls_back_with_a_notice(page: Page, server: str):
 # ------------------------------------------------------------------------------------ a row of the mean's close-up
 def test_a_row_of_the_means_close_up_says_which_head_inside_a_head_opened(page: Page, server: str):
     open_app(page, server)
+    wait_idle(page)  # the load's own answers in (this test is about the row's note, not a click during the load)
     page.locator("#head label:has(input[value='0'])").click()  # the mean of the layer's heads
     page.wait_for_function(f"() => ({TITLE})('detail').includes('mean')")
     layer = page.locator("#layer input[type=number]").input_value()
