@@ -86,9 +86,9 @@ def test_the_queue_keeps_no_record_of_past_events(served):
 
 def test_the_visitors_browser_keeps_no_run_history(served):
     """Gradio 6.31.0's run history kept each run of a public endpoint, its figures included, in the visitor's
-    localStorage (up to 100 runs), rewritten whole several times an event, and served a page
-    and routes to review them and connect a Hugging Face bucket. The app turns it off (``app.launch``): the page's
-    config says so, and the page and routes are gone."""
+    localStorage (up to 100 runs), rewritten whole several times an event, and served a page and routes to review
+    them and connect a Hugging Face bucket. The app turns it off (``app.launch``): the page's config says so, and the
+    page and routes are gone."""
     client = RawClient(served.url)
     status, config = client.request("GET", "/config")
     assert status == 200 and json.loads(config)["run_history"] is False
