@@ -107,3 +107,36 @@ def test_listener_turns_figures_into_plots_and_errors_into_messages():
         run(-1)
     with pytest.raises(ZeroDivisionError):  # not a user's mistake: not turned into a message
         listener(lambda: 1 / 0)()
+
+
+def test_a_plain_visit_asks_the_server_only_for_the_attention_tabs_view(demo, tiny_model_dir):
+    """A page load runs one event of its own: the Attention tab's view (``open_link``, then what follows every run).
+    The Why tab's first figures are in the page from the start (the same for everyone); the other tabs' part of a link
+    and the lecture's caption run when there is a link (``page.link`` changes from None); and the Attention tab's
+    first layer and head are those the plain visit opens, so that its run changes no choice (a change would draw the
+    close-up a second time)."""
+    from model.serving.runs import Runs
+    from viz.views import scaling
+    from viz.views.attention import classroom, share
+
+    config = demo.get_config_file()
+    deps = config["dependencies"]
+    assert [d["api_name"] for d in deps if any(event == "load" for _, event in d["targets"])] == ["open_link"]
+    by_id = {block.elem_id: block for block in demo.blocks.values() if block.elem_id}
+    # what the plain visit opens (no query) is what the tab starts with; a link is parsed for the other tabs
+    runs = Runs(Translator(tiny_model_dir, device="cpu"))
+    *shown, opened, link = classroom.open_link(runs, lambda message: None, ["attention"], {})
+    assert (by_id["layer"].value, by_id["head"].value) == tuple(shown[3:5]) and link is None
+    assert isinstance(classroom.open_link(runs, lambda message: None, ["attention"], {"head": "2"})[-1], share.View)
+    link_id = next(d["outputs"][-1] for d in deps if d["api_name"] == "open_link")
+    followers = {d["api_name"] for d in deps if [tuple(t) for t in d["targets"]] == [(link_id, "change")]}
+    assert followers == {"open_linked", "caption"}
+    # the Why tab's sections 1 and 2, as its endpoints answer its first values
+    first = (by_id["log2-dk"].value, by_id["seed"].value)
+    assert first == (9, 0)
+    variance = scaling.variance_checked(*first, device="cpu")
+    saturation = scaling.saturation_checked(first[0], by_id["n-keys"].value, by_id["scale-factor"].value, first[1],
+                                            device="cpu")
+    figures = (*variance[:2], *saturation[:2])
+    for elem_id, figure in zip(("variance", "histogram", "softmax-weights", "curves"), figures, strict=True):
+        assert json.loads(by_id[elem_id].value["plot"]) == json.loads(json.dumps(figure)), elem_id

@@ -101,6 +101,7 @@ class Runs:
                         if batching.enabled and gpu is None else None)
         self._model = self.batched or translator  # the same attention() and translate()
         self.toy_device = "cpu" if gpu else translator.device
+        self.lent_gpu = gpu is not None  # ZeroGPU: the model runs only inside a request (a call of ``gpu``)
         self.calibration = Calibration.load(translator.folder)  # the "far from the captions" rule, if calibrated
         if gpu is not None:
             for name in self.MODEL_RUNS:

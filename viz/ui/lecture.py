@@ -26,4 +26,4 @@ def build_lecture(page: Page) -> None:
         return lecture.caption_bar(dict(request.query_params), cfg, result.get() if result is not None else None,
                                    ranking, lab)
 
-    page.opened.then(caption, page.result, bar, queue=False, show_progress="hidden", **PRIVATE)
+    page.link.change(caption, page.result, bar, queue=False, show_progress="hidden", **PRIVATE)

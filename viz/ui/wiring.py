@@ -157,7 +157,7 @@ def open_linked_tabs(page: Page) -> None:
             tab = opened if opened is not SKIP else tab
         return (*out, tab)
 
-    page.opened.then(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs], show_progress="hidden",
+    page.link.change(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs], show_progress="hidden",
                      **PRIVATE)
 
 

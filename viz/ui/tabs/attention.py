@@ -68,7 +68,7 @@ def build_attention(page: Page) -> AttentionView:
         with gr.Column(visible=False, elem_id="given") as v.given:  # a translation of one's own (teacher forcing)
             v.given_plot = gr.Plot(label=teacher.LABEL, elem_id="given-probs")
         with gr.Row(elem_id="plots-row"):
-            choices_column(cfg, v)
+            choices_column(cfg, v, classroom.first_choice(page.runs) or (1, MEAN))
             v.overview = gr.Plot(label="All layers (rows of tiles) × heads (columns) — click a tile",
                                  elem_id=PAGE["overview"], min_width=360)
             v.detail = gr.Plot(label="Close-up: rows attend to columns · focused: ← → ↑ ↓ · click a row: inside the "
@@ -89,14 +89,15 @@ def build_attention(page: Page) -> AttentionView:
     return v
 
 
-def choices_column(cfg, v: AttentionView) -> None:
-    """The Attention tab's choices: kind (the decoder's shift beside it), layer, head, colours, measure, and the
-    close-up's focus for long sentences (``viz.views.attention.focus``: a token range; <s> and </s> hidden)."""
+def choices_column(cfg, v: AttentionView, first: tuple[int, int]) -> None:
+    """The Attention tab's choices: kind (the decoder's shift beside it), layer, head (``first``: their first
+    values), colours, measure, and the close-up's focus for long sentences (``viz.views.attention.focus``: a token
+    range; <s> and </s> hidden)."""
     with gr.Column(scale=0, min_width=250, elem_id="choices"):
         v.kind = gr.Radio(maps.KIND_CHOICES, value=share.DEFAULT_KIND, label="Kind of attention", elem_id="kind")
         v.shift = gr.Markdown(context.shift_note(share.DEFAULT_KIND), elem_id="shift-note")  # §3.1's shift
-        v.layer = layer_slider(cfg, elem_id="layer")
-        v.head = gr.Radio(maps.head_choices(cfg.n_heads), value=MEAN, label="Head", elem_id="head")
+        v.layer = layer_slider(cfg, value=first[0], elem_id="layer")
+        v.head = gr.Radio(maps.head_choices(cfg.n_heads), value=first[1], label="Head", elem_id="head")
         v.colour = gr.Radio(projector.COLOUR_CHOICES, value=projector.COLOUR_MODES[0], label="Close-up colours",
                             elem_id="colour")
         v.measure = gr.Radio(measures.CHOICES, value=measures.WEIGHTS, label="Colour shows", elem_id="measure")

@@ -34,36 +34,45 @@ def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
     with gr.Tab("Why 1/√d_k", id="scaling") as tab:
         gr.Markdown(PAPER_QUOTE)
         how_to_read("scaling")
+        first = {"log2_dk": 9, "n_keys": 16, "factor": 1, "seed": 0}  # the controls' first values
         with gr.Row():
-            log2_dk = gr.Slider(0, 10, value=9, step=1, label="log₂ d_k (d_k = 1 … 1024)", elem_id="log2-dk")
-            n_keys = gr.Slider(2, 64, value=16, step=1, label="number of keys", elem_id="n-keys")
-            factor = gr.Slider(0, 1, value=1, step=scaling.SLIDER_STEP, elem_id="scale-factor",
+            log2_dk = gr.Slider(0, 10, value=first["log2_dk"], step=1, label="log₂ d_k (d_k = 1 … 1024)",
+                                elem_id="log2-dk")
+            n_keys = gr.Slider(2, 64, value=first["n_keys"], step=1, label="number of keys", elem_id="n-keys")
+            factor = gr.Slider(0, 1, value=first["factor"], step=scaling.SLIDER_STEP, elem_id="scale-factor",
                                label="× factor on every q·k of this tab (1 = no scaling)")
-            seed = gr.Number(0, precision=0, label="seed", minimum=0, maximum=2**31 - 1, elem_id="seed")
+            seed = gr.Number(first["seed"], precision=0, label="seed", minimum=0, maximum=2**31 - 1, elem_id="seed")
         with gr.Row():  # the factor in words, and two factors to set (side by side on a projector, stacked on a phone)
             with gr.Column(scale=4, min_width=320):
-                note = gr.Markdown(scaling.factor_note(page.runs.cfg, 1, 9), elem_id="factor-note")
+                note = gr.Markdown(scaling.factor_note(page.runs.cfg, first["factor"], first["log2_dk"]),
+                                   elem_id="factor-note")
             with gr.Column(scale=1, min_width=200):
                 own = gr.Button(f"the model's own: × 1/√{page.runs.cfg.d_k}", size="sm", elem_id="factor-own")
                 none = gr.Button("no scaling: × 1", size="sm", elem_id="factor-none")
+        # Sections 1 and 2 for the first values are drawn once, as the app is built (the same for every visitor):
+        # a page load runs no event for a tab it does not show.
+        variance = scaling.variance_checked(first["log2_dk"], first["seed"], device=device)
+        saturation = scaling.saturation_checked(first["log2_dk"], first["n_keys"], first["factor"], first["seed"],
+                                                device=device)
         gr.Markdown("### 1 · Dot products grow with d_k")
         with gr.Row():
-            var_plot = gr.Plot(label="Variance of q·k", elem_id="variance")
-            hist_plot = gr.Plot(label="Distribution of q·k", elem_id="histogram")
-        var_text = gr.Markdown()
+            var_plot = gr.Plot(plot_value(variance[0]), label="Variance of q·k", elem_id="variance")
+            hist_plot = gr.Plot(plot_value(variance[1]), label="Distribution of q·k", elem_id="histogram")
+        var_text = gr.Markdown(variance[2])
         gr.Markdown("### 2 · Large logits saturate the softmax and its gradient vanishes")
         with gr.Row():
-            weights_plot = gr.Plot(label="Softmax weights for one query", elem_id="softmax-weights")
-            curves_plot = gr.Plot(label="Against d_k", elem_id="curves")
-        sat_text = gr.Markdown()
+            weights_plot = gr.Plot(plot_value(saturation[0]), label="Softmax weights for one query",
+                                   elem_id="softmax-weights")
+            curves_plot = gr.Plot(plot_value(saturation[1]), label="Against d_k", elem_id="curves")
+        sat_text = gr.Markdown(saturation[2])
         to_inside = trained_model_section(page, tab, factor)
         gr.Markdown("### 4 · The same, in training\nThe model above was trained *with* 1/√d_k; changing the factor "
                     "afterwards is not training without it. The Lab trained siblings without it (and with additive "
                     "attention): their loss, gradient and entropy curves.")
         to_lab = gr.Button("The same, in training: the Lab →", elem_id="to-lab")
-    gr.on([log2_dk.change, seed.change, page.demo.load], listener(scaling.variance_checked, device=device),
+    gr.on([log2_dk.change, seed.change], listener(scaling.variance_checked, device=device),
           [log2_dk, seed], [var_plot, hist_plot, var_text], api_name="scaling_variance", preprocess=False)
-    gr.on([log2_dk.change, n_keys.change, factor.change, seed.change, page.demo.load],
+    gr.on([log2_dk.change, n_keys.change, factor.change, seed.change],
           listener(scaling.saturation_checked, device=device), [log2_dk, n_keys, factor, seed],
           [weights_plot, curves_plot, sat_text], api_name="scaling_saturation", preprocess=False)
     gr.on([factor.change, log2_dk.change], listener(scaling.factor_note, page.runs.cfg), [factor, log2_dk], note,

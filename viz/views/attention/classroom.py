@@ -39,6 +39,17 @@ def show(runs: Runs, warn: Warn, view: share.View, notes: list[str], *focus) -> 
                                  view.colour, *focus))
 
 
+def first_choice(runs: Runs) -> tuple[int, int] | None:
+    """The layer and head a visit without a link opens (``open_link`` on no query: the default sentence's sharpest
+    head), by the app's own copy of the model, once as the app is built: the Attention tab's first values, so that the
+    page's first run changes neither (a change would draw the close-up a second time). None with a lent GPU, which
+    runs the model only inside a request."""
+    if runs.lent_gpu:
+        return None
+    view, _ = share.parse({}, runs.cfg, (), attention.DEFAULT_SOURCE)
+    return share.complete(view, runs.translator.attention(view.text, view.target or None).maps(view.kind))
+
+
 def open_link(runs: Runs, warn: Warn, tabs: Sequence[str], query: Mapping[str, str],
               choices: Mapping[str, Sequence[str]] | None = None, linked: Collection[str] = ()) -> tuple:
     """The view the page's URL asks for (``query``: its parameters; ``tabs``: the app's tab ids; ``choices``: what
@@ -54,7 +65,8 @@ def open_link(runs: Runs, warn: Warn, tabs: Sequence[str], query: Mapping[str, s
         shown = show(runs, warn, view, notes)
     if notes:
         warn(" ".join(notes))
-    return *shown, SKIP if view.tab in linked else open_tab(view.tab), view
+    asked = any(key in share.PARAMS for key in query)  # a plain visit has no link: the other tabs keep their defaults
+    return *shown, SKIP if view.tab in linked else open_tab(view.tab), view if asked else None
 
 
 def pick_example(runs: Runs, warn: Warn, index, present, colour, *focus) -> tuple:
