@@ -10,6 +10,7 @@ console error or a request off loopback. 1280×720 (a projector).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -187,6 +188,32 @@ def test_a_bad_step_falls_back_with_a_notice(page: Page, server: str):
     page.wait_for_function(f"() => /Step 1 of \\d+/.test(({STATUS})())")
     guide = page.evaluate("() => document.querySelector('#guide')?.textContent || ''")
     assert re.search(r"The link's step must be a whole number", guide), guide
+
+
+# ---------------------------------------------------------------------------------------------- what a load asks
+def test_a_page_load_asks_the_server_for_each_figure_once(page: Page, server: str):
+    """A visit asks for the Attention tab's view and what follows every run (the model's translation, the domain
+    notice, the contributions), nothing else: the Why tab's first figures come with the page, and a plain visit
+    opens on the tab's first choices. A link's run sets its choices and draws its figures, drawn once (not again on
+    the choices' change); then the tabs after it take their part of the link, the lecture's caption comes, and the
+    kind's note on the decoder's shift (a text)."""
+    asked: list[str] = []
+    names: list[str] = []
+    page.on("request", lambda r: asked.append(r) if re.search(r"/queue/join|/run/predict", r.url) else None)
+
+    def load(url: str) -> list[str]:
+        asked.clear()
+        open_app(page, url)
+        wait_idle(page)
+        page.wait_for_timeout(500)  # anything the load's answers would start
+        wait_idle(page)
+        names[:] = names or page.evaluate("() => window.gradio_config.dependencies.map(d => d.api_name)")
+        return sorted(names[json.loads(r.post_data)["fn_index"]] for r in asked)
+
+    run = ["after_run_1", "domain_notice_1", "given_outputs_1", "open_link"]
+    assert load(server) == run
+    assert load(server + "?kind=encoder_self&layer=2&head=3") == sorted([*run, "caption", "open_linked", "shift_note"])
+    assert "layer 2 · head 3" in page.evaluate(TITLE, "detail")
 
 
 # ------------------------------------------------------------------------------------ a row of the mean's close-up

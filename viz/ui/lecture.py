@@ -16,7 +16,7 @@ from viz.views.page import PAGE
 
 def build_lecture(page: Page) -> None:
     """The entry (a link: lecture.js puts it beside the page's title) and the caption bar (fixed at the bottom of the
-    screen, empty outside the lecture), after the link's view has opened (``page.opened``)."""
+    screen, empty outside the lecture), once the link's view has opened (``page.link`` set: a stop is a link)."""
     gr.HTML(f'<a id="lecture-start" href="{lecture.ENTRY}">▶ Lecture: §3.1–3.2 in {len(lecture.STOPS)} stops</a>',
             elem_id="lecture-entry", padding=False)
     bar = gr.HTML("", elem_id=PAGE["lecture"], padding=False)

@@ -44,9 +44,9 @@ class Page:
     tabs: gr.Tabs  # a presenter opens a tab by id: Update(selected="attention")
     result: gr.State  # the session's SessionResult (a key; listener hands presenters its AttentionResult), or None
     # A link (viz.views.attention.share): the Attention tab opens its view as the page loads (``opened``, that event)
-    # and keeps the parsed link (``link``, a share.View); the tabs with a view of their own in it take their part after
-    # that event and open themselves (``on_link``: ``linked``, by tab id), with the values they allow
-    # (``link_choices``).
+    # and keeps the parsed link (``link``, a share.View; None without one); the tabs with a view of their own in it
+    # take their part when it is set (a visit with a link only) and open themselves (``on_link``: ``linked``, by tab
+    # id), with the values they allow (``link_choices``).
     link: gr.State | None = None
     opened: Any = None
     linked: dict[str, tuple] = field(default_factory=dict)
@@ -55,7 +55,8 @@ class Page:
 
 class AttentionView(SimpleNamespace):
     """The Attention tab's components by name (``build_attention`` sets them): its listeners take them, and so do the
-    tabs that follow its sentence and choices (source, target, kind, layer, head, present, colour, row_click)."""
+    tabs that follow its sentence and choices (source, target, kind, layer, head, present, colour, row_click), and
+    ``redraw(event)``, for a tab whose event sets its choices (its figures are drawn again after it)."""
 
 
 # ------------------------------------------------------------------------------------- presenters as listeners
@@ -141,9 +142,9 @@ def on_link(page: Page, tab_id: str, present, *args, inputs: list, outputs: list
 
 
 def open_linked_tabs(page: Page) -> None:
-    """Every tab's part of a link (``on_link``) as one event after the Attention tab has opened the link's view
-    (``page.opened``): one request, not one per tab, while the page loads (a page holds few at once:
-    viz.ui.limits.PER_SESSION)."""
+    """Every tab's part of a link (``on_link``) as one event once the Attention tab has opened the link's view and
+    set ``page.link`` (a visit with a link only): one request, not one per tab, while the page loads (a page holds
+    few at once: viz.ui.limits.PER_SESSION)."""
     parts = list(page.linked.values())
     inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
     outputs = [c for _, _, outs in parts for c in outs]

@@ -30,7 +30,7 @@ def build_architecture(page: Page, view: AttentionView) -> None:
     # Figure 1 is drawn with the session's shapes when the tab opens: ~20 KB that need not travel with every run.
     tab.select(listener(architecture.figure1_for, cfg), page.result, figure1, api_name="figure1",
                api_visibility="undocumented")
-    block_click.change(listener(architecture.open_block), block_click, [view.kind, page.tabs], **PRIVATE)
-    go.click(listener(architecture.show, cfg), [kind, layer], [view.kind, view.layer, page.tabs], preprocess=False,
-             **PRIVATE)
+    view.redraw(block_click.change(listener(architecture.open_block), block_click, [view.kind, page.tabs], **PRIVATE))
+    view.redraw(go.click(listener(architecture.show, cfg), [kind, layer], [view.kind, view.layer, page.tabs],
+                         preprocess=False, **PRIVATE))
     on_link(page, "architecture", architecture.open_link, inputs=[view.kind, view.layer], outputs=[kind, layer])

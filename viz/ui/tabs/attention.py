@@ -96,7 +96,9 @@ def choices_column(cfg, v: AttentionView, first: tuple[int, int]) -> None:
     with gr.Column(scale=0, min_width=250, elem_id="choices"):
         v.kind = gr.Radio(maps.KIND_CHOICES, value=share.DEFAULT_KIND, label="Kind of attention", elem_id="kind")
         v.shift = gr.Markdown(context.shift_note(share.DEFAULT_KIND), elem_id="shift-note")  # §3.1's shift
-        v.layer = layer_slider(cfg, value=first[0], elem_id="layer")
+        # buttons=[]: no reset button (Gradio 6.31.0's page shows one where the list is None, its documented default
+        # being none): the close-up redraws on the visitor's input, and a reset sends none (attention_listeners).
+        v.layer = layer_slider(cfg, value=first[0], buttons=[], elem_id="layer")
         v.head = gr.Radio(maps.head_choices(cfg.n_heads), value=first[1], label="Head", elem_id="head")
         v.colour = gr.Radio(projector.COLOUR_CHOICES, value=projector.COLOUR_MODES[0], label="Close-up colours",
                             elem_id="colour")
@@ -136,14 +138,29 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
     # Typed but not yet run: the figures still show the last run, and say so (in the browser, no round trip).
     gr.on([v.source.input, v.target.input], None, None, v.notice, js=in_browser("show", context.EDITED))
     v.example.input(lambda: "", None, v.notice, queue=False, **PRIVATE)  # an example runs: not stale
-    gr.on([v.kind.change, v.present.change], listener(closeup.views, cfg, runs.contributions), v.view_inputs,
-          [v.overview, v.detail], api_name="render_views", preprocess=False)
-    gr.on([v.layer.change, v.head.change, v.colour.change, *(c.change for c in v.focus)],
-          listener(closeup.detail_plot, cfg, runs.contributions), v.view_inputs, v.detail, api_name="render_detail",
+    # A choice the visitor makes redraws (``input``: a click, a drag, a number typed; the layer slider has no reset
+    # button, which would send none; the focus is only ever the visitor's, so its ``change``). A run that sets the
+    # choices (a link, an example) draws its figures itself: their change draws nothing a second time. A click that
+    # sets them (a tile, an arrow key on the close-up, a cell or block of another tab) redraws after it
+    # (``v.redraw``).
+    views = listener(closeup.views, cfg, runs.contributions)
+    detail = listener(closeup.detail_plot, cfg, runs.contributions)
+    gr.on([v.kind.input, v.present.input], views, v.view_inputs, [v.overview, v.detail], api_name="render_views",
           preprocess=False)
+    gr.on([v.layer.input, v.head.input, v.colour.input, *(c.change for c in v.focus)], detail, v.view_inputs,
+          v.detail, api_name="render_detail", preprocess=False)
+
+    def redraw(event, *, overview: bool = True):
+        """After ``event`` has set the tab's choices: the overview and close-up drawn again (the close-up only,
+        ``overview=False``)."""
+        event.success(views if overview else detail, v.view_inputs, [v.overview, v.detail] if overview else v.detail,
+                      preprocess=False, **PRIVATE)
+
+    v.redraw = redraw
     v.measure.change(listener(closeup.toggled, cfg, runs.contributions), [*v.view_inputs[:6], v.measure, *v.focus],
                      [v.overview, v.detail, v.measured], preprocess=False, **PRIVATE)
-    v.tile_click.change(listener(maps.open_tile, cfg), v.tile_click, [v.layer, v.head], **PRIVATE)
+    redraw(v.tile_click.change(listener(maps.open_tile, cfg), v.tile_click, [v.layer, v.head], **PRIVATE),
+           overview=False)
     # The alignment view (up to 90 line traces) is drawn when it is on screen, not with every run (LINES_STALE)
     gr.on([v.kind.change, v.layer.change, v.lines_head.change], None, js=LINES_STALE)
     v.lines_request.change(listener(alignment.alignment_plot), [page.result, v.kind, v.layer, v.lines_head], v.lines,

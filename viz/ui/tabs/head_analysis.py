@@ -73,8 +73,8 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
     def run_ablation(result, heads_, kind_, progress=gr.Progress()):  # noqa: B008 (Gradio's progress bar)
         return heads_view.ablation_for(runs.ablate, result, heads_, kind_, progress)
 
-    cell.change(listener(heads_view.open_cell, cfg.n_layers, cfg.n_heads), cell,
-                [view.kind, view.layer, view.head, page.tabs], **PRIVATE)
+    view.redraw(cell.change(listener(heads_view.open_cell, cfg.n_layers, cfg.n_heads), cell,
+                            [view.kind, view.layer, view.head, page.tabs], **PRIVATE))
     top.click(listener(heads_view.top_heads, ranking), None, heads, **PRIVATE)
     go.click(listener(run_ablation), [page.result, heads, kind], [ablation, ablated, last], show_progress_on=ablated,
              **PRIVATE, **ABLATIONS)

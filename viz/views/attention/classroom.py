@@ -55,7 +55,7 @@ def open_link(runs: Runs, warn: Warn, tabs: Sequence[str], query: Mapping[str, s
     """The view the page's URL asks for (``query``: its parameters; ``tabs``: the app's tab ids; ``choices``: what
     the tabs allow for their own parameters, ``share.parse``), its tab opened — unless it is one of ``linked``, the
     tabs that take their part of the link and open themselves (``viz.ui.wiring.on_link``) — and the parsed link for
-    them. Anything unusable in it falls back, with a notice (also as a warning)."""
+    them (None for a visit without one). Anything unusable in it falls back, with a notice (also as a warning)."""
     view, notes = share.parse(query, runs.cfg, tabs, attention.DEFAULT_SOURCE, choices)
     try:
         shown = show(runs, warn, view, notes)
