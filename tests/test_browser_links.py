@@ -210,7 +210,7 @@ def test_a_page_load_asks_the_server_for_each_figure_once(page: Page, server: st
         names[:] = names or page.evaluate("() => window.gradio_config.dependencies.map(d => d.api_name)")
         return sorted(names[json.loads(r.post_data)["fn_index"]] for r in asked)
 
-    run = ["after_run_1", "domain_notice_1", "given_outputs_1", "open_link"]
+    run = ["after_run_1", "beside_translation_1", "open_link"]
     assert load(server) == run
     assert load(server + "?kind=encoder_self&layer=2&head=3") == sorted([*run, "caption", "open_linked", "shift_note"])
     assert "layer 2 · head 3" in page.evaluate(TITLE, "detail")

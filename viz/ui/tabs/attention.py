@@ -171,16 +171,20 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
 
 
 def then_lines(page: Page, v: AttentionView, event) -> None:
-    """What follows every run: the model's own translation (a given one's token probabilities beside it), the
-    contributions if they are the chosen measure, and the alignment view (once it is on screen)."""
+    """What follows every run: the model's own translation (a given one's token probabilities beside it) and the
+    notice for a sentence far from the captions, the contributions if they are the chosen measure, and the alignment
+    view (once it is on screen)."""
     runs = page.runs
-    event.success(listener(teacher.given_outputs, runs.trained, runs.token_probs), page.result,
-                  [v.translation, v.given, v.given_plot], show_progress="hidden", **PRIVATE)
+
+    def beside_translation(result):  # one answer for both: each event costs the page status work on every output
+        return (*teacher.given_outputs(runs.trained, runs.token_probs, result),
+                domain.domain_notice(runs.domain, runs.calibration, result))
+
+    event.success(listener(beside_translation), page.result, [v.translation, v.given, v.given_plot, v.domain],
+                  show_progress="hidden", **PRIVATE)
     event.success(listener(closeup.after_run, runs.cfg, runs.contributions), v.view_inputs, [v.overview, v.detail],
                   show_progress="minimal", **PRIVATE)  # the contributions' figures may still be coming
     event.success(None, js=LINES_STALE)
-    event.success(listener(domain.domain_notice, runs.domain, runs.calibration), page.result, v.domain,
-                  show_progress="hidden", **PRIVATE)
 
 
 def classroom_listeners(page: Page, v: AttentionView) -> None:
