@@ -226,13 +226,17 @@ def assert_first_screen(page: Page, state: dict) -> None:
     assert boxes["overview"]["right"] <= boxes["detail"]["left"]
     assert boxes["overview"]["top"] < boxes["detail"]["bottom"] and boxes["detail"]["top"] < boxes["overview"]["bottom"]
     assert state["kind"] == "cross" and state["head"] != "0"
-    frame = page.evaluate(f"""() => {{
-        const gd = ({GD})('overview'), t = gd.data[0], s = gd.layout.shapes.find(s => s.name === 'chosen-tile');
+    framed = f"""() => {{
+        const gd = ({GD})('overview'), t = gd.data[0];
+        const s = (gd.layout.shapes || []).find(s => s.name === 'chosen-tile');
         const rows = t.y.map((l, i) => [l, i]).filter(([l]) => l.startsWith('L{state["layer"]} query '));
         const cols = t.x.map((l, i) => [l, i]).filter(([l]) => l.startsWith('H{state["head"]} key '));
-        return {{frame: s && [s.x0, s.x1, s.y0, s.y1],
+        return {{frame: s ? [s.x0, s.x1, s.y0, s.y1] : null,
                  tile: [cols[0][1] - 0.5, cols.at(-1)[1] + 0.5, rows[0][1] - 0.5, rows.at(-1)[1] + 0.5]}};
-    }}""")
+    }}"""
+    # the page script frames the tile on its next round (every 300 ms), after the overview is drawn
+    page.wait_for_function(f"() => ({framed})().frame !== null")
+    frame = page.evaluate(framed)
     assert frame["frame"] == frame["tile"]
 
 
