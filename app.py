@@ -35,7 +35,7 @@ from viz.ui.guards import guarded
 from viz.ui.lecture import build_lecture
 from viz.ui.limits import fair_queue, raw_json_answers
 from viz.ui.logs import bounded_logs
-from viz.ui.patches import answer_every_value, lean_sessions, progress_on_components, quiet_queue
+from viz.ui.patches import answer_every_value, latest_choice_wins, lean_sessions, progress_on_components, quiet_queue
 from viz.ui.server import limited_server
 from viz.ui.tabs.architecture import build_architecture
 from viz.ui.tabs.attention import build_attention
@@ -56,7 +56,7 @@ except ImportError:
 
 MODEL_DIR = Path(os.environ.get("ATTN_MODEL_DIR", ASSETS))
 SESSION_CAPACITY = 2000  # sessions Gradio keeps (least recently used go first): ~50 KB each, model/serving/README.md
-CACHE_AGE_S = 3600  # Gradio deletes the app's cached files (exports) this old, checking as often
+CACHE_AGE_S = 3600  # Gradio deletes the files it holds for the app (exports, uploads) this old, checking as often
 
 
 def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
@@ -66,7 +66,6 @@ def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
     runs = Runs(translator, gpu=ZEROGPU)
     if serving and runs.batched is not None:
         runs.batched.start()
-    # delete_cache: Gradio removes the files it holds for this app (exports, anything uploaded) after an hour.
     with gr.Blocks(title="Attention Is All You Need — attention visualiser", analytics_enabled=False,
                    delete_cache=(CACHE_AGE_S, CACHE_AGE_S)) as demo:
         result = gr.State(None)  # the session's run, which every tab reads (a key into runs' cache)
@@ -88,6 +87,7 @@ def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
         build_lecture(page)  # ?lecture=1&stop=N: a stop's view (a link), its caption bar and its mark
         build_endpoints(runs)
     progress_on_components(demo)
+    latest_choice_wins(demo)  # a choice made while a figure is drawn is drawn next, never dropped
     answer_every_value(demo)  # too few, too many or unusable values: a message (viz.ui.patches)
     return demo
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from helpers.browser import KeptPages, assert_not_injected, is_dark, wait_idle, watched_page
+from helpers.browser import KeptPages, assert_not_injected, goto, is_dark, wait_idle, watched_page
 from helpers.layout import assert_layout_without_overlaps
 from helpers.scripts import GD, HAS_HEATMAP, TITLE, VALUE
 from playwright.sync_api import Browser, Page
@@ -44,7 +44,7 @@ def page(browser: Browser) -> Iterator[Page]:
 
 def open_view(page: Page, url: str, title_part: str = "") -> dict:
     """Open ``url`` (no click) and wait until its view is drawn; the view as the page shows it."""
-    page.goto(url)
+    goto(page, url)
     for plot_id in ("overview", "detail"):
         page.wait_for_function(HAS_HEATMAP, arg=plot_id)
     page.wait_for_function(f"(part) => !!({VALUE})('translation') && ({TITLE})('detail').includes(part)",
@@ -294,6 +294,22 @@ def assert_arrow_keys_move_the_close_up(page: Page) -> None:
     wait_url(page, layer="6", head="0")
 
 
+def assert_a_choice_made_while_the_close_up_is_drawn_is_drawn_next(page: Page) -> None:
+    """Two heads chosen one right after the other (the second while the first one's close-up is computed): the
+    close-up ends on the second (drawn once the first one's answer is in), and stays there."""
+    wait_idle(page)
+    start = page.evaluate(STATE)
+    first, second = [h for h in ("2", "5", "7") if h != start["head"]][:2]
+    pick = "(head) => document.querySelector(`#head input[value='${head}']`).click()"
+    with page.expect_response(lambda r: "/queue/join" in r.url):  # the first one's answer now on its way
+        page.evaluate(pick, first)
+    page.evaluate(pick, second)
+    which = f"layer {start['layer']} · head {second}"
+    page.wait_for_function(f"(w) => ({TITLE})('detail').endsWith(w)", arg=which)
+    wait_idle(page)
+    assert page.evaluate(TITLE, "detail").endswith(which) and page.evaluate(STATE)["head"] == second
+
+
 def assert_an_example_opens_its_view(page: Page) -> None:
     """An example runs the model on its sentence (a new translation, its tokens in the overview) and opens its view
     with its caption, and its claim holds on the drawn close-up; the menu's own sentence run clears the caption."""
@@ -346,6 +362,10 @@ def test_how_to_read_this_unfolds_on_the_attention_tab(kept: KeptPages, server: 
     note.get_by_text("How to read this").click()
     note.get_by_text("Rows attend to columns").wait_for()
     assert "predicts token" in note.inner_text()
+
+
+def test_a_choice_made_while_the_close_up_is_drawn_is_drawn_next(kept: KeptPages, server: str):
+    assert_a_choice_made_while_the_close_up_is_drawn_is_drawn_next(opened(kept, server)[0])
 
 
 def test_arrow_keys_move_the_close_up(kept: KeptPages, server: str):

@@ -18,7 +18,7 @@ import html
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from helpers.browser import TIMEOUT_MS, tabs
+from helpers.browser import LEFT_BEHIND, TIMEOUT_MS, tabs
 from helpers.present import STILL, measure
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -26,7 +26,6 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from viz.views import lecture
 
 OWN = "A man in a blue shirt is playing the guitar on the street."
-LEFT_BEHIND = re.compile(r"AbortError|Connection errored out")  # the page left while a stream was open
 # Stop n's mark on screen above the bar, and (``whole``) the figure it marks with it, from its label and title to its
 # foot, or the part of it the mark names (its frame: e.g. Figure 1's attention blocks): on the lecture's own sentence;
 # a longer sentence of the visitor's may make it taller than the screen

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
-from helpers.browser import new_page, open_app, wait_idle, wait_tab, watched_page
+from helpers.browser import goto, new_page, open_app, wait_idle, wait_tab, watched_page
 from helpers.scripts import GD, TITLE, VALUE
 from playwright.sync_api import Browser, Page
 
@@ -66,7 +66,7 @@ def wait_query(page: Page, **wanted: str) -> dict[str, str]:
 
 def open_link(page: Page, server: str, tab_id: str, **params) -> None:
     """Open a link to ``tab_id`` with ``params``, until that tab is the one shown."""
-    page.goto(f"{server}?{urlencode({'tab': tab_id, **params})}")
+    goto(page, f"{server}?{urlencode({'tab': tab_id, **params})}")
     page.wait_for_function(f"() => document.querySelector('[role=tab][data-tab-id={tab_id}]')"
                            "?.getAttribute('aria-selected') === 'true'")
 

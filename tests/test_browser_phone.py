@@ -12,7 +12,7 @@ tests/conftest.py's; every page fails its test on a console error or a request o
 from __future__ import annotations
 
 import pytest
-from helpers.browser import KeptPages, new_page, open_app
+from helpers.browser import KeptPages, goto, new_page, open_app
 from helpers.layout import PHONE_PROBLEMS
 from helpers.scripts import FIGURES_STILL, GD, HAS_HEATMAP
 from playwright.sync_api import Browser, Page, expect
@@ -36,7 +36,7 @@ DRAWN = {
 
 def open_tab(page: Page, server: str, tab: str, query: str = "") -> None:
     """Open the app on ``tab`` by its link, until the tab is drawn and still."""
-    page.goto(f"{server}?tab={tab}{query}")
+    goto(page, f"{server}?tab={tab}{query}")
     wait_drawn(page, tab)
 
 

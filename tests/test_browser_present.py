@@ -11,7 +11,7 @@ tests/helpers/present.py.
 
 from __future__ import annotations
 
-from helpers.browser import new_page
+from helpers.browser import goto, new_page
 from helpers.present import LEAST_PX, STILL, measure
 from playwright.sync_api import Browser, Page
 
@@ -83,7 +83,7 @@ def test_presentation_mode_writes_every_text_of_every_tab_large_and_clear(browse
     (its figures drawn again in the new theme's text colour: assets/web/draw.js); the next tab opens in that one. So
     half the tabs are first drawn light and half dark."""
     with new_page(browser, *WIDE) as page:
-        page.goto(f"{server}?present=1&tab=attention")
+        goto(page, f"{server}?present=1&tab=attention")
         page.wait_for_function("() => document.body.classList.contains('attn-present')")
         found, dark = {}, False
         try:
@@ -121,7 +121,7 @@ def test_switching_presentation_mode_redraws_the_figures_of_other_tabs(browser: 
     again with large text when that tab shows, and small again once it is switched off; each keeps its height (drawn
     again in place, three of them once had a box of no height, their blocks cutting them at 200 px: app.css)."""
     with new_page(browser, *WIDE) as page:
-        page.goto(f"{server}?tab=scaling")
+        goto(page, f"{server}?tab=scaling")
         visit(page, "scaling")
         small = page.evaluate(SMALLEST, "softmax-weights")  # its subplot titles: 13 px
         assert small < LEAST_PX, small

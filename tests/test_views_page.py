@@ -86,6 +86,23 @@ def test_no_event_shows_its_progress_on_a_layout_block(demo):
         progress_on_components(other)
 
 
+def test_a_choice_made_while_a_figure_is_drawn_is_drawn_next(demo):
+    """Every event that no click or Enter starts runs again for a choice made while it runs (``always_last``):
+    Gradio 6.31.0 makes an event whose first trigger is not a ``change`` ``once``, which drops it while pending
+    (latest_choice_wins). The close-up's own choices, the chain after a tile or an arrow key, and a run's redraw are
+    among them."""
+    config = demo.get_config_file()
+    by_name = {dep["api_name"]: dep for dep in config["dependencies"]}
+    choices = [dep for dep in config["dependencies"] if not {e for _, e in dep["targets"]} & {"click", "submit"}]
+    assert len(choices) > 60 and [dep["api_name"] for dep in choices if dep["trigger_mode"] != "always_last"] == []
+    assert {by_name[name]["trigger_mode"] for name in ("render_detail", "render_views", "after_run")} == {"always_last"}
+    starts = [dep for dep in config["dependencies"] if {event for _, event in dep["targets"]} == {"click", "submit"}]
+    assert starts and {dep["trigger_mode"] for dep in starts} == {"once"}  # a double click on Translate: one run
+    tile = next(dep for dep in config["dependencies"] if dep["api_name"] == "open_tile")
+    after_tile = [dep for dep in config["dependencies"] if dep["trigger_after"] == tile["id"]]
+    assert after_tile and {dep["trigger_mode"] for dep in after_tile} == {"always_last"}
+
+
 def test_every_named_endpoint_is_there(demo):
     named = {dep.api_name for dep in demo.fns.values() if dep.api_visibility != "private"}
     assert ENDPOINTS <= named

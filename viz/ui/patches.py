@@ -43,6 +43,24 @@ def progress_on_components(demo: gr.Blocks) -> None:
             fn.show_progress_on = components
 
 
+STARTS = {"click", "submit"}  # a visitor's start of a run: once at a time (a double click runs it once)
+
+
+def latest_choice_wins(demo: gr.Blocks) -> None:
+    """Every event that no button or Enter starts draws the latest choice: one made while the last one's answer
+    is on its way runs again once that answer is in (``always_last``), instead of being dropped.
+
+    Gradio 6.31.0 gives every event whose first trigger is not a ``change`` (an ``input``, a ``release``, a tab's
+    ``select``, a ``then``/``success`` after another event) the trigger mode ``once``: the page ignores the event while
+    its last run is pending. A head chosen right after a layer, an arrow key pressed twice on the close-up, a second
+    example picked, or a second run whose redraw comes while the first one's still runs: the choices changed and the
+    figure stayed on the older one, for good. An event a click or Enter starts (``STARTS``: a run, a step) keeps the
+    mode Gradio gives it."""
+    for fn in demo.fns.values():
+        if not any(event in STARTS for _, event in fn.targets):
+            fn.trigger_mode = "always_last"
+
+
 class LeanSessionState(state_holder.SessionState):
     """Gradio 6.31.0 gives every session (each page load, and each raw API call that names no session) a
     ``SessionState`` that copies every component's configuration (~330 KB and tens of milliseconds for this app's ~225
