@@ -137,7 +137,7 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
     v.kind.change(context.shift_note, v.kind, v.shift, queue=False, **PRIVATE)
     # Typed but not yet run: the figures still show the last run, and say so (in the browser, no round trip).
     gr.on([v.source.input, v.target.input], None, None, v.notice, js=in_browser("show", context.EDITED))
-    v.example.input(lambda: "", None, v.notice, queue=False, **PRIVATE)  # an example runs: not stale
+    v.example.select(lambda: "", None, v.notice, queue=False, **PRIVATE)  # an example runs: not stale
     # A choice the visitor makes redraws (``input``: a click, a drag, a number typed; the layer slider has no reset
     # button, which would send none; the focus is only ever the visitor's, so its ``change``). A run that sets the
     # choices (a link, an example) draws its figures itself: their change draws nothing a second time. A click that
@@ -200,7 +200,8 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
     page.opened = page.demo.load(listener(open_link), None, [*controls, v.guide, *v.shown, page.tabs, page.link],
                                  **PRIVATE)
     then_lines(page, v, page.opened)
-    then_lines(page, v, v.example.input(listener(classroom.pick_example, page.runs, warn), [v.example,
+    # (``select``: Gradio 6.31.0's dropdown also sends ``input`` each time it loses the focus, which would run it again)
+    then_lines(page, v, v.example.select(listener(classroom.pick_example, page.runs, warn), [v.example,
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))
     # the user's own sentence: the caption goes, and the menu can open the same example again
     gr.on(v.run_events, lambda: (gr.Markdown(visible=False), examples.PROMPT), None, [v.guide, v.example], queue=False,

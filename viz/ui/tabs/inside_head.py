@@ -87,8 +87,9 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
                                     [*chosen, page.tabs, seen], **PRIVATE)
     clicked.then(listener(inside_view.mean_note, cfg.n_heads), [view.layer, view.head, head], note, **PRIVATE)
     # the note goes with the tab's own choices (and with a new view when the tab opens: ``opening``)
-    gr.on([kind.input, layer.release, head.input, query.input], None, None, note, js=in_browser("show", ""))
-    kind.input(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(
+    # (a menu's ``select``: Gradio 6.31.0's dropdown also sends ``input`` each time it loses the focus)
+    gr.on([kind.select, layer.release, head.input, query.input], None, None, note, js=in_browser("show", ""))
+    kind.select(listener(inside_view.take_over, cfg), [page.result, *chosen], chosen, **PRIVATE).then(
         **draw).success(**hold)
     gr.on([layer.release, head.input, factor.submit, mode.input], **draw).success(**hold)
     # a new query: drawn first from the panels the page holds, if it holds them for the view shown (the js, before the
