@@ -16,7 +16,7 @@ from gradio.components.plot import PlotData
 import app
 from model.network.inference import Translator
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL, overview_spec
-from viz.ui.patches import progress_on_components
+from viz.ui.patches import progress_on_components, shows_progress
 from viz.ui.wiring import listener
 from viz.views.outputs import finish_figure
 from viz.views.page import PAGE, SCRIPTS, WEB
@@ -70,14 +70,25 @@ def test_the_label_patterns_read_layer_and_head_off_the_overview():
     assert layers == [1, 1, 2, 2] and heads == [1, 1, 2, 2, 3, 3]  # gap rows and columns match neither
 
 
-def test_no_event_shows_its_progress_on_a_layout_block(demo):
-    """Gradio's page re-reads every component inside a progress target on each status change of any event: the tabs
-    as one would make every click walk the whole app (progress_on_components)."""
+def test_an_event_shows_its_progress_where_its_answer_is_read(demo):
+    """Gradio's page refreshes every progress target there ever was on each status message of any event, and re-reads
+    every component inside a layout block: the tabs as one would make every click walk the whole app
+    (progress_on_components)."""
     tabs_events = [fn for fn in demo.fns.values() if any(isinstance(o, gr.Tabs) for o in fn.outputs)]
     assert len(tabs_events) >= 5  # links, tiles and buttons open tabs
     for fn in demo.fns.values():
         targets = fn.show_progress_on if fn.show_progress_on is not None else fn.outputs
         assert not [t for t in targets if getattr(t, "children", None)], fn.name
+    # where the answer is read: a link's event shows its progress on the Attention tab's translation, status line and
+    # figures (not on the seven controls it sets, its caption still hidden, the tabs or the link box)
+    opened = next(fn for fn in demo.fns.values() if fn.name == "open_link")
+    assert len(opened.outputs) > 12
+    assert [t.elem_id for t in opened.show_progress_on] == ["translation", "status", "overview", "detail"]
+    controls = (gr.Radio, gr.Slider, gr.Checkbox, gr.Dropdown, gr.Number, gr.State)
+    for fn in demo.fns.values():
+        if fn.outputs and any(shows_progress(o) for o in fn.outputs):
+            assert all(shows_progress(t) for t in fn.show_progress_on), fn.name
+            assert not [t for t in fn.show_progress_on if isinstance(t, controls) or t.visible is not True], fn.name
     with gr.Blocks() as other, gr.Tabs() as tabs:
         with gr.Tab("a"):
             button = gr.Button()

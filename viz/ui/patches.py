@@ -22,25 +22,36 @@ import gradio.state_holder as state_holder
 
 from viz.ui import values
 
+CONTROLS = (gr.Radio, gr.Slider, gr.Checkbox, gr.CheckboxGroup, gr.Dropdown, gr.Number, gr.Button, gr.State)
+
+
+def shows_progress(block) -> bool:
+    """Whether an event's progress belongs on ``block``: something the visitor reads (a figure, a text, a note) on
+    the page, not a layout block, a control, a visitor's text box or a hidden carrier."""
+    if getattr(block, "children", None) or isinstance(block, CONTROLS) or block.visible is not True:
+        return False
+    return not (isinstance(block, gr.Textbox) and block.interactive is not False)
+
 
 def progress_on_components(demo: gr.Blocks) -> None:
-    """No layout block with children (the tabs, a column) is where an event shows its progress: its components are.
+    """An event shows its progress where its answer is read: on its figures, texts and notes, not on a layout block
+    (the tabs, a column), a control it sets, a text box it fills or a hidden carrier; an event with none of those
+    shows it on its first output.
 
-    Gradio 6.31.0: on every status change of any event, the page refreshes the loading status of every progress
-    target of every event, and for a layout block it reads back (and deep-copies) every component inside it: with the
-    tabs an output of six events (a link, a tile or a button opens a tab), that was all ~225 components, several times
-    per click. ``python -m bench --sections browser`` counts ``structuredClone`` calls per click on "Translate and
-    show attention": 26,260 before, 9,792 after. An event whose outputs are all layout blocks names its
-    ``show_progress_on`` itself."""
+    Gradio 6.31.0: every component that has ever been an event's progress target (by default: all its outputs) stays
+    in the page's loading status, and on every status message of any event the page refreshes each one (a search
+    through the whole component tree per target); for a layout block it also reads back (and deep-copies) every
+    component inside it: with the tabs an output of six events (a link, a tile or a button opens a tab), that was all
+    ~225 components, several times per click. ``python -m bench --sections browser`` counts ``structuredClone`` calls
+    per click on "Translate and show attention": 26,260 before, 9,792 after. A link's event alone (its controls, its
+    tab, its hidden link) made 25 targets. An event that names ``show_progress_on`` keeps it."""
     for fn in demo.fns.values():
-        if fn.show_progress_on is not None:
+        if fn.show_progress_on is not None or not fn.outputs:
             continue
-        parts = [o for o in fn.outputs if getattr(o, "children", None)]  # gr.HTML is a BlockContext without any
-        if parts:
-            components = [o for o in fn.outputs if o not in parts]
-            if not components:
-                raise ValueError(f"the event {fn.name!r} updates only layout blocks: give it a show_progress_on")
-            fn.show_progress_on = components
+        if not [o for o in fn.outputs if not getattr(o, "children", None)]:
+            raise ValueError(f"the event {fn.name!r} updates only layout blocks: give it a show_progress_on")
+        shown = [o for o in fn.outputs if shows_progress(o)]
+        fn.show_progress_on = shown or [next(o for o in fn.outputs if not getattr(o, "children", None))]
 
 
 STARTS = {"click", "submit"}  # a visitor's start of a run: once at a time (a double click runs it once)
