@@ -310,7 +310,14 @@
     if (!done.acted || !fitFigure(d.mark) || !fitNarrow(d.mark) || !markElement(d.mark)) return;
     if (!moved) scrollTo(d.mark);
   };
-  onChange(update);
+  // At most once a frame: a page load changes the page's elements in hundreds of tasks, and each update reads the
+  // layout (a forced layout per change: a quarter of a second of a stop's load, on a 2-core machine).
+  let queued = false;
+  onChange(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; update(); });
+  });
   // Layout also moves without a change of the page's elements (a figure resized, a font loaded, a busy machine's late
   // styles): until the visitor moves, the mark is checked again a few times a second for the stop's first minute.
   const started = Date.now(), again = setInterval(() => {
