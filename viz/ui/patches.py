@@ -48,10 +48,10 @@ def progress_on_components(demo: gr.Blocks) -> None:
     for fn in demo.fns.values():
         if fn.show_progress_on is not None or not fn.outputs:
             continue
-        if not [o for o in fn.outputs if not getattr(o, "children", None)]:
+        components = [o for o in fn.outputs if not getattr(o, "children", None)]  # (gr.HTML: a BlockContext without)
+        if not components:
             raise ValueError(f"the event {fn.name!r} updates only layout blocks: give it a show_progress_on")
-        shown = [o for o in fn.outputs if shows_progress(o)]
-        fn.show_progress_on = shown or [next(o for o in fn.outputs if not getattr(o, "children", None))]
+        fn.show_progress_on = [o for o in components if shows_progress(o)] or components[:1]
 
 
 STARTS = {"click", "submit"}  # a visitor's start of a run: once at a time (a double click runs it once)
