@@ -15,6 +15,7 @@ fi
 "$VENV/bin/ruff" check .
 # Two workers (pytest-xdist), one test file each at a time, the browser files first (tests/conftest.py): the two cores
 # are busy all along (Chromium, the apps, the tests). On a quiet 2-core machine this whole command took 4 min 52 s to
-# 5 min 36 s on an AMD EPYC (five runs in one day), 6 min 26 s to 9 min 7 s on a slower Intel Xeon whose speed drifts
-# ~1.5× within a day; a third worker (-n 3) was slower, the cores being the limit.
+# 5 min 36 s on an AMD EPYC (five runs in one day, before later cuts of a page load's CPU), and 6 min 55 s to 7 min 29 s
+# (780 to 850 CPU-s) on a slower Intel Xeon whose speed drifts within a day; with a CPU-heavy process looping beside it,
+# 9 to 10.5 min. A third worker (-n 3) was slower, the cores being the limit.
 "$VENV/bin/python" -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests "$@"
