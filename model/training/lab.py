@@ -80,8 +80,12 @@ def score(run: Path, data: Path) -> dict:
         for beam in (1, 4):
             t0 = time.perf_counter()
             metric = sacrebleu.metrics.BLEU()
-            result = metric.corpus_score(translate_all(translator, sources, beam), [refs])
+            hyps = translate_all(translator, sources, beam)
+            result = metric.corpus_score(hyps, [refs])
             key = f"{split}.{'greedy' if beam == 1 else 'beam4'}"
+            # The translations themselves, beside the record: anyone can recompute the BLEU and its interval.
+            (run / "translations").mkdir(exist_ok=True)
+            atomic_write_text(run / "translations" / f"{key}.de", "\n".join(hyps) + "\n")
             bleu[key] = round(result.score, 2)
             signature = str(metric.get_signature())
             print(f"{run.name}: {key} BLEU {result.score:.2f} ({time.perf_counter() - t0:.0f} s)", flush=True)

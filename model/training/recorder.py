@@ -3,7 +3,8 @@
 Curves (every ``every`` steps, into the trainer state, so they survive a resume): the training loss of the
 steps since the last record, the gradient norm of W^Q and W^K per kind and layer (mean over those steps),
 and, on the probe — the shipped sample's sentence pairs, teacher-forced with their reference, dropout off —
-the loss per token and per kind and layer the mean softmax entropy and mean largest weight.
+the loss per token and per kind and layer the mean softmax entropy, mean largest weight and mean size of the
+softmax's own gradient ‖diag(p) − p pᵀ‖_F (footnote 4: it shrinks as the softmax saturates).
 
 The time-lapse (``snapshot_steps``: 0, 25, 50, 75, 100, 150, 200, 300, 400, 600, 800, 1200, …, and the last
 step): the maps of the time-lapse sentences, teacher-forced with their reference (a fixed target, so the
@@ -61,6 +62,13 @@ def attention_blocks(model: EncoderDecoder) -> dict[str, list[torch.nn.Module]]:
         "decoder_self": [layer.self_attn for layer in model.decoder.layers],
         "cross": [layer.src_attn for layer in model.decoder.layers],
     }
+
+
+def softmax_jacobian_norm(w: Tensor) -> Tensor:
+    """‖diag(p) − p pᵀ‖_F of each row p of ``w`` (..., K): the size of the softmax's own gradient with respect to
+    its scores (footnote 4's quantity). ‖J‖² = Σp² − 2Σp³ + (Σp²)²; √(n−1)/n for a uniform row, 0 for one-hot."""
+    p2 = (w * w).sum(-1)
+    return (p2 - 2 * (w * w * w).sum(-1) + p2 * p2).clamp_min(0).sqrt()
 
 
 def _entropy(w: Tensor) -> Tensor:
@@ -141,12 +149,14 @@ class Recorder:
         record = {"probe_loss": round(loss, 5)}
         for kind in KINDS:
             rows = self.probe.rows(kind).to(self.device)  # (B, Q)
-            ent, top = [], []
+            ent, top, jac = [], [], []
             for w in getattr(maps, kind):  # (B, H, Q, K)
                 keep = rows[:, None, :].expand(-1, w.size(1), -1)  # (B, H, Q)
                 ent.append(round(float(_entropy(w)[keep].mean()), 5))
                 top.append(round(float(w.amax(-1)[keep].mean()), 5))
+                jac.append(round(float(softmax_jacobian_norm(w.float())[keep].mean()), 6))
             record[f"entropy.{kind}"], record[f"max_weight.{kind}"] = ent, top
+            record[f"softmax_grad.{kind}"] = jac
         return record, maps
 
     def record(self, step: int) -> dict:
