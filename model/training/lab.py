@@ -28,7 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from model.cli import command
-from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text, load_config
+from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text
 from model.training.data import MULTI30K, encode_pairs, load_pairs, make_batches
 from model.training.lab_export import WEIGHTS_FILE, export_all, final_weights, sha256
 from model.training.siblings import BUDGET, BY_NAME, EPOCHS, MAX_TOKENS, SIBLINGS, Sibling
@@ -58,21 +58,17 @@ def trained_steps(run: Path) -> int:
 
 
 def score(run: Path, data: Path) -> dict:
-    """Cased sacreBLEU of the run's final weights on val and test_2016_flickr, greedy and beam 4."""
+    """Cased sacreBLEU of the run's final float16 weights on val and test_2016_flickr, greedy and beam 4; the
+    translations are kept in ``RUN/translations/SPLIT.DECODING.de``."""
     import sacrebleu
     import torch
 
-    from model.network.checkpoint import load_state_into, read_tensors, save_model
     from model.network.inference import Translator
-    from model.network.transformer import EncoderDecoder
     from model.training.evaluate import translate_all
 
-    final = run / "final"
-    model = EncoderDecoder(load_config(run))
-    load_state_into(model, read_tensors(run / "last" / "model.safetensors"), run / "last")
-    save_model(model, final)
-    (final / TOKENIZER_FILE).write_bytes((run / TOKENIZER_FILE).read_bytes())
-    translator = Translator(final, "cpu")
+    # The float16 weights that are hashed (and shipped, for a live sibling) are the ones scored: the record's
+    # BLEU, its translations and its hash all name one set of weights.
+    translator = Translator(final_weights(run), "cpu")
     torch.manual_seed(0)
     bleu, signature = {}, ""
     for split in ("val", "test_2016_flickr"):
@@ -95,9 +91,8 @@ def score(run: Path, data: Path) -> dict:
 
 
 def train_all(runs: Path, data: Path, only: list[str]) -> int:
-    for sib in SIBLINGS:
-        if only and sib.name not in only:
-            continue
+    """Each sibling in turn (``only``: those, in that order), resuming, then scored."""
+    for sib in [BY_NAME[name] for name in only] if only else SIBLINGS:
         run = runs / sib.name
         if (run / "result.json").is_file():
             continue
@@ -131,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("action", choices=("train", "status", "export"))
     p.add_argument("--runs", type=Path, default=RUNS, help="where the runs live (default runs/lab)")
     p.add_argument("--data", type=Path, default=MULTI30K, help="Multi30k folder")
-    p.add_argument("--only", nargs="*", default=[], choices=sorted(BY_NAME), help="train these siblings only")
+    p.add_argument("--only", nargs="*", default=[], choices=sorted(BY_NAME),
+                   help="train these siblings only, in this order")
     p.add_argument("--out", type=Path, default=ROOT / "assets" / "lab", help="export: the Lab tab's folder")
     args = p.parse_args(argv)
     if args.action == "train":
