@@ -10,12 +10,14 @@ import json
 
 import numpy as np
 import pytest
+import sacrebleu
 import torch
 
 from model.network.checkpoint import load_model
 from model.network.transformer import AttentionMaps
 from model.serving.lab import LAB, Lab
 from model.training.lab_export import CARD_END, CARD_START, card_section
+from model.training.lab_stats import DECODINGS, read_lines, reference_file, statistics, translation_file
 from model.training.siblings import BY_NAME
 from viz.views import lab as lab_view
 
@@ -50,17 +52,43 @@ def test_the_model_card_lists_every_shipped_run_as_the_files_say(lab):
 def test_the_tabs_table_and_verdicts_are_computed_from_the_shipped_records(lab):
     payload = lab.runs_payload()
     summary = lab_view.summary(lab)
-    for verdict in lab_view.verdicts(payload):
-        assert verdict in summary
-    assert lab_view.table_markdown(payload) in summary
+    assert lab_view.evidence_markdown(lab.statistics) in summary
+    assert lab_view.table_markdown(payload, lab.records) in summary
     ppl = [np.exp(r["epochs"][-1]["val_loss"]) for name, r in lab.records.items()
            if name.removesuffix(f"-seed{r['seed']}") == "h8"]  # the reference's seeds
-    seeds = f" (seeds {' / '.join(f'{p:.2f}' for p in ppl)})" if len(ppl) > 1 else ""
-    assert f"| 8 | 64 · 4.92 · 25.8 | 24 | {np.mean(ppl):.2f}{seeds} |" in summary
+    assert f"| 8 | 64 · 4.92 · 25.8 | 24 | {lab_view.mean_sd(ppl)} |" in summary
+
+
+def test_the_shipped_statistics_are_recomputed_from_the_shipped_translations(lab):
+    """statistics.json, as the tab shows it, against a recomputation from the shipped translations and references:
+    each run's BLEU with sacreBLEU's own corpus_bleu, and every interval, verdict and collapse by lab_stats."""
+    refs = read_lines(reference_file(LAB))
+    assert len(refs) == 1000
+    scored = lab.statistics["runs"]
+    assert {"h1", "h1-unscaled", "h1-additive"} <= set(scored)  # the runs whose weights ship, at least
+    for name, entry in scored.items():
+        for decoding in DECODINGS:
+            hyps = read_lines(translation_file(LAB, name, decoding))
+            bleu = round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
+            assert entry[decoding] == bleu == lab.records[name]["bleu"][f"test_2016_flickr.{decoding}"], name
+            assert entry["distinct"][decoding] == len(set(hyps))
+    assert json.loads(json.dumps(statistics(LAB, lab.records))) == lab.statistics
+
+
+def test_the_collapse_the_tab_states_is_in_the_records(lab):
+    collapse = lab.statistics["collapse"]
+    assert {c["setting"] for c in collapse.values()} == {"h1-unscaled"}  # the scaled and additive runs never do
+    for name, c in collapse.items():
+        ratio = np.asarray(lab.records[name]["timelapse"]["series"]["entropy_ratio"]["cross"])  # (steps, L)
+        steps = lab.records[name]["timelapse"]["steps"]
+        assert ratio[steps.index(c["step"]):].min() >= c["threshold"] > ratio[:steps.index(c["step"])].min(axis=1).max()
+    said = lab_view.collapse_markdown(lab.statistics)
+    assert "from step 800 of 1578" in said and "writes one sentence for the 1,000 test inputs" in said
 
 
 def test_the_time_lapse_maps_are_attention(lab):
-    for name, record in lab.records.items():
+    for name in lab.timelapse_runs():
+        record = lab.records[name]
         with np.load(LAB / record["timelapse"]["maps"]) as z:
             assert len(z.files) == 3 * len(lab.sentences)
             for key in z.files:
@@ -87,30 +115,8 @@ def test_each_live_sibling_is_its_recorded_weights_and_attends_as_its_forward_pa
         np.testing.assert_allclose(result.cross, torch.cat(maps.cross).numpy(), atol=1e-4)
 
 
-def test_the_readmes_lab_results_are_what_the_shipped_runs_say(lab):
-    """The README's one-line result and the tab's verdicts, against a recomputation from the records: a claim that a
-    change costs BLEU reproduces when the mean test BLEU (beam 4, over seeds) drops by more than the seed noise (the
-    largest gap between two seeds of one sibling)."""
-    by_family: dict[str, list[float]] = {}
-    for name, record in lab.records.items():
-        by_family.setdefault(name.removesuffix(f"-seed{record['seed']}"), []).append(
-            record["bleu"]["test_2016_flickr.beam4"])
-    assert set(by_family) >= {"h1", "h1-unscaled", "h8", "h8-unscaled", "h2", "h4", "h16"}, "the lab is not complete"
-    noise = max(max(v) - min(v) for v in by_family.values() if len(v) > 1)
-
-    def costs(changed: str, reference: str) -> bool:
-        diff = np.mean(by_family[changed]) - np.mean(by_family[reference])
-        return diff < 0 and abs(diff) > noise
-
-    best_multi = max(("h2", "h4", "h8", "h16"), key=lambda f: np.mean(by_family[f]))
-    found = {"d_k = 192": costs("h1-unscaled", "h1"), "d_k = 24": costs("h8-unscaled", "h8"),
-             "Table 3 (A)": costs("h1", best_multi)}
+def test_the_readmes_lab_results_are_what_the_shipped_statistics_say(lab):
+    """The README's lab results, claim by claim, as statistics.json (recomputed above) gives each verdict."""
     readme = " ".join((LAB.parents[1] / "README.md").read_text(encoding="utf-8").split())
-    said = {"d_k = 192": "footnote 4 reproduces at d_k = 192" in readme,
-            "d_k = 24": "reproduces at d_k = 192 and at d_k = 24" in readme,
-            "Table 3 (A)": "Table 3 (A)'s cost of a single head does not at our scale" not in readme}
-    assert said == found
-    verdicts = lab_view.verdicts(lab.runs_payload())
-    for claim, holds in found.items():
-        verdict = next(v for v in verdicts if v.split(":")[0].endswith(claim))
-        assert ("the claim reproduces" in verdict) == holds, verdict
+    for c in lab.statistics["claims"]:
+        assert f"{c['title'].split(' (')[0]}: {c['verdict']}" in readme, c["title"]

@@ -1,4 +1,4 @@
-"""The Lab tab's words and figures, from lab records: Table 3 beside ours, the verdicts against the seed noise,
+"""The Lab tab's words and figures, from lab records: Table 3 beside ours, the verdicts with their intervals,
 the curves and the time-lapse figures."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from viz.lab import MEAN, curves_figure, head_timeline_figure, role_legend, timelapse_figure
-from viz.views.lab import heads_plot, seed_noise, table_markdown, verdicts
+from viz.lab import MEAN, curve_trace, curves_figure, head_timeline_figure, role_legend, timelapse_figure
+from viz.views.lab import claim_row, collapse_markdown, heads_plot, table_markdown
 
 
 def entry(name, heads, bleus, scaled=True, attention="dot", val_loss=1.5):
@@ -24,50 +24,69 @@ def entry(name, heads, bleus, scaled=True, attention="dot", val_loss=1.5):
             "epochs": [[{"val_loss": val_loss}]] * len(bleus)}
 
 
-def test_the_seed_noise_is_the_largest_difference_between_two_seeds():
-    payload = {"runs": [entry("h8", 8, [30.0, 30.5]), entry("h1", 1, [29.0, 28.0]), entry("h4", 4, [31.0])]}
-    assert seed_noise(payload) == pytest.approx(1.0)
-    assert seed_noise({"runs": [entry("h8", 8, [30.0])]}) is None
-
-
-def test_verdicts_say_whether_a_claim_reproduces_beyond_the_seed_noise():
-    runs = [entry("h8", 8, [30.0, 30.4]), entry("h1", 1, [29.0, 29.2]), entry("h1-unscaled", 1, [26.0, 26.5], False),
-            entry("h8-unscaled", 8, [30.1], False)]
-    lines = verdicts({"runs": runs})
-    assert lines[0].startswith("Footnote 4 at d_k = 192: without 1/√d_k the test BLEU is -2.85")
-    assert "beyond the seed noise of 0.50 — the claim reproduces" in lines[0]
-    assert "d_k = 24" in lines[1] and "within the seed noise of 0.50 — the claim does not reproduce" in lines[1]
-    assert lines[2].startswith("Table 3 (A): one head scores -1.10 test BLEU against the best multi-head sibling "
-                               "(h = 8), beyond")
-    # one seed each: however large the difference, the verdict waits for the seed noise
-    one_seed = verdicts({"runs": [entry("h8", 8, [34.2]), entry("h1", 1, [34.7]),
-                                  entry("h1-unscaled", 1, [2.3], False)]})
-    assert one_seed[0] == ("Footnote 4 at d_k = 192: without 1/√d_k the test BLEU is -32.40 against the scaled model, "
-                           "with the seed noise not measured yet — not decided until a second seed has measured the "
-                           "seed noise.")
-    assert "reproduce" not in one_seed[-1] and "not decided" in one_seed[-1]
-    partial = verdicts({"runs": [entry("h8", 8, [30.0])]})
-    assert partial[0] == "Footnote 4 at d_k = 192: not measured yet (h1 and h1-unscaled must both finish)."
-
-
-def test_table_3_sets_the_papers_rows_beside_ours():
+def test_table_3_sets_the_papers_rows_beside_ours_with_mean_and_sd_over_seeds():
     payload = {"runs": [entry("h8", 8, [30.0, 30.4], val_loss=math.log(5.0)), entry("h1", 1, [29.0], val_loss=1.5)]}
-    text = table_markdown(payload)
-    assert "| 1 | 512 · 5.29 · 24.9 | 192 | 4.48 | 30.0 | 29.0 | 7,766,016 |" in text
-    assert "| 8 | 64 · 4.92 · 25.8 | 24 | 5.00 (seeds 5.00 / 5.00) | 31.2 (seeds 31.0 / 31.4) | 30.2 (seeds " in text
-    assert "| 2 | — | 96 | not trained yet |" in text and "| 32 | 16 · 5.01 · 25.4 | — |" in text
-    assert "differ by up to 0.40 BLEU" in text
+    payload["runs"][0]["runs"] = ["h8", "h8-seed2"]
+    payload["runs"][1]["runs"] = ["h1"]
+    records = {"h8": {"trained_on": ["cpu"]}, "h8-seed2": {"trained_on": ["cuda: NVIDIA H200"]}, "h1": {}}
+    text = table_markdown(payload, records)
+    assert "| 1 | 512 · 5.29 · 24.9 | 192 | 4.48 (1 seed) | 29.00 (1 seed) | 29.00 | CPU |" in text
+    assert ("| 8 | 64 · 4.92 · 25.8 | 24 | 5.00 ± 0.00 (2 seeds) | 30.20 ± 0.28 (2 seeds) | 30.00 / 30.40 | "
+            "CPU and GPU |") in text
+    assert "| 2 | — | 96 | not trained yet |" in text and "| 32 | 16 · 5.01 · 25.4 | — | — |" in text
+    assert "seed noise" not in text.lower()
 
 
-def test_the_curves_draw_each_seed_and_the_chosen_layer():
+def claim(**kw):
+    base = {"title": "Footnote 4 at d_k = 192", "a": "h1-unscaled", "b": "h1", "verdict": "not decided yet",
+            "why": "no run of h1 ships translations"}
+    return {**base, **kw}
+
+
+def test_a_claim_row_gives_the_difference_its_interval_the_seeds_and_the_verdict():
+    decided = claim(difference=-32.71, low=-34.05, high=-31.4, seeds_a=[1, 2, 3], seeds_b=[1, 2, 3], devices=["cpu"],
+                    verdict="reproduces", why="")
+    assert claim_row(decided) == ("| Footnote 4 at d_k = 192 | h1-unscaled − h1 | -32.71 | [-34.05, -31.40] | "
+                                  "3 / 3 on CPU | **reproduces** |")
+    provisional = claim(difference=0.4, low=-1.2, high=2.0, seeds_a=[1], seeds_b=[1, 3],
+                        devices=["cpu", "cuda: H200"], why="h1-unscaled has 1 of 3 seeds with translations")
+    assert claim_row(provisional).endswith("| 1 / 2 on CPU and GPU | not decided yet (h1-unscaled has 1 of 3 seeds "
+                                           "with translations; provisional interval) |")
+    assert claim_row(claim()) == ("| Footnote 4 at d_k = 192 | h1-unscaled − h1 | — | — | — | not decided yet: no run "
+                                  "of h1 ships translations |")
+
+
+def test_the_collapse_is_told_with_its_numbers():
+    stats = {"sentences": 1000, "runs": {"h1-unscaled": {"beam4": 2.33}},
+             "collapse": {"h1-unscaled": {"setting": "h1-unscaled", "seed": 1, "step": 800, "last_step": 1578,
+                                          "threshold": 0.98, "distinct": {"greedy": 1, "beam4": 1},
+                                          "most_common": {"beam4": {"text": "Ein Mann.", "count": 1000}}},
+                          "h1-unscaled-seed2": {"setting": "h1-unscaled", "seed": 2, "step": 800, "last_step": 1578,
+                                                "threshold": 0.98, "distinct": None, "most_common": None}}}
+    text = collapse_markdown(stats)
+    assert "seed 1: from step 800 of 1578; seed 2: from step 800 of 1578" in text
+    assert "Seed 1 then writes one sentence for the 1,000 test inputs greedily (one sentence with beam 4), most " \
+           "often “Ein Mann.” (1,000 times): its test BLEU (2.33)" in text
+    assert collapse_markdown({"collapse": {}}) == ""
+
+
+def test_the_curves_draw_each_seed_in_the_style_the_legend_names_and_label_each_setting():
     payload = [entry("h1", 1, [29.0, 29.2]), entry("h1-unscaled", 1, [26.0], False)]
+    series = {"step": [0, 25], "softmax_grad": {k: [[0.3] * 6, [0.2] * 6] for k in ("encoder_self", "cross",
+                                                                                    "decoder_self")}}
+    payload[0]["series"] = [series, None]  # the second seed ships no time-lapse series: its panel is left out
+    payload[1]["series"] = [series]
     fig = curves_figure(payload, "cross", layer=2)
-    # per seed: loss, W^Q, W^K, entropy
-    assert len(fig.data) == 4 * 3
-    assert [t.line.dash for t in fig.data[:4]] == ["solid", "solid", "dot", "solid"]
-    assert fig.data[4].line.dash == "dash"  # the second seed
-    assert list(fig.data[1].y) == pytest.approx([0.1, 0.2])
+    # per seed: loss, the softmax's gradient (where its series ships), ‖∇W^Q‖, entropy
+    assert len(fig.data) == 4 + 3 + 4
+    assert [t.line.dash for t in fig.data[:4]] == ["solid"] * 4  # seed 1
+    assert {t.line.dash for t in fig.data[4:7]} == {"dash"}  # seed 2
+    assert [t.name for t in fig.data if t.showlegend] == ["h = 1 · seed 1", "h = 1 · seed 2", "h = 1 · seed 1"]
+    assert fig.data[0].line.color != fig.data[7].line.color and fig.data[0].marker.symbol != fig.data[7].marker.symbol
+    assert list(fig.data[1].y) == pytest.approx([0.3, 0.2]) and list(fig.data[2].y) == pytest.approx([0.1, 0.2])
     assert list(curves_figure(payload, "cross", MEAN).data[3].y) == pytest.approx([0.1, 0.2])
+    assert [a.text for a in fig.layout.annotations if a.text in ("h1", "h1-unscaled")] == ["h1", "h1-unscaled"]
+    assert curve_trace(payload, "h1-unscaled") == 7 and curve_trace(payload, "h1", "grad_wq") == 2
 
 
 def test_time_lapse_figures_blank_the_mask_and_label_roles():

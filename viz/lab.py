@@ -20,13 +20,19 @@ from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 GRID_COLOR = "rgba(136,136,136,0.25)"
 FONT_SIZE = 16
-RUN_COLORS = {  # one per sibling (its seeds share it)
-    "h8": "#0072B2", "h1": "#E69F00", "h1-unscaled": "#D55E00", "h1-additive": "#009E73", "h8-unscaled": "#CC79A7",
-    "h4": "#56B4E9", "h2": "#F0E442", "h16": "#999999",
+# One colour and one marker per setting (its seeds share both; a seed is told by its line style): each colour is
+# ≥ 3:1 against white and against the dark theme's #27272a, and h1 / h1-unscaled, compared most, differ in hue.
+RUN_COLORS = {
+    "h8": "#1F77B4", "h1": "#C26A00", "h1-unscaled": "#BC5090", "h1-additive": "#008B6B", "h8-unscaled": "#9467BD",
+    "h4": "#EF5675", "h2": "#B8860B", "h16": "#7F7F7F",
 }
-CURVES = (  # (key in a run's curves, subplot title, log y)
-    ("probe_loss", "validation loss (nats per token)", False),
-    ("grad_wq", "‖∇W<sup>Q</sup>‖ (solid) and ‖∇W<sup>K</sup>‖ (dotted)", True),
+RUN_SYMBOLS = {"h8": "circle", "h1": "square", "h1-unscaled": "x", "h1-additive": "diamond",
+               "h8-unscaled": "triangle-up", "h4": "star", "h2": "triangle-down", "h16": "cross"}
+SEED_DASHES = ("solid", "dash", "dot", "dashdot")  # seed 1, 2, 3, … — the legend names each
+CURVES = (  # (key, subplot title, log y); "softmax_grad" comes from the time-lapse maps (``series``)
+    ("probe_loss", "validation loss on the sample (nats per token)", False),
+    ("softmax_grad", "the softmax's own gradient ‖diag(p) − p p<sup>T</sup>‖ (footnote 4)", False),
+    ("grad_wq", "‖∇W<sup>Q</sup>‖ (log scale)", True),
     ("entropy", "attention entropy (nats)", False),
 )
 MEAN = 0  # layer value: the mean over layers
@@ -57,53 +63,106 @@ def _layout(height: int) -> dict:
                 legend=dict(orientation="h", x=0, y=-0.08, yanchor="top", font=dict(size=FONT_SIZE)))
 
 
+def _curve(entry: dict, s: int, key: str, kind: str, layer: int) -> tuple[list, np.ndarray]:
+    """(steps, values) of seed index ``s`` of a setting for one panel."""
+    if key == "softmax_grad":
+        tl = entry["series"][s]
+        return tl["step"], _layer_values(tl["softmax_grad"][kind], layer)
+    curves = entry["curves"][s]
+    if key == "probe_loss":
+        return curves["step"], np.asarray(curves[key], dtype=np.float64)
+    return curves["step"], _layer_values(curves[f"{key}.{kind}"], layer)
+
+
 def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figure:
-    """Validation loss, gradient norms of W^Q / W^K and attention entropy over training steps, one line per
-    run (``runs``: entries of ``Lab.runs_payload()["runs"]``; their seeds as separate lines, the second dashed).
-    ``kind`` and ``layer`` pick the attention whose gradient and entropy are drawn (``MEAN``: over layers)."""
-    fig = make_subplots(rows=len(CURVES), cols=1, shared_xaxes=True, vertical_spacing=0.07,
+    """Validation loss, the softmax's own gradient, ‖∇W^Q‖ and attention entropy over training steps, one line per
+    seed (``runs``: entries of ``Lab.runs_payload()["runs"]``): a setting's colour and marker, the seed's line style
+    (solid, dashed, dotted: as the legend says), the setting's name written at the end of its loss curve.
+    ``kind`` and ``layer`` pick the attention of the lower panels (``MEAN``: over layers)."""
+    fig = make_subplots(rows=len(CURVES), cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=[title for _, title, _ in CURVES])
     for entry in runs:
-        color = run_color(entry["name"])
-        for s, (seed, curves) in enumerate(zip(entry["seeds"], entry["curves"])):
-            steps = curves["step"]
-            name = legend_name(entry["label"]) + (f" (seed {seed})" if len(entry["seeds"]) > 1 else "")
-            dash = "solid" if s == 0 else "dash"
+        color, symbol = run_color(entry["name"]), RUN_SYMBOLS.get(entry["name"], "circle")
+        for s, seed in enumerate(entry["seeds"]):
+            name = f"{legend_name(entry['label'])} · seed {seed}"
+            dash = SEED_DASHES[min(seed, len(SEED_DASHES)) - 1]
             for row, (key, _, _) in enumerate(CURVES, start=1):
-                if key == "probe_loss":
-                    ys = [np.asarray(curves[key], dtype=np.float64)]
-                elif key == "grad_wq":
-                    ys = [_layer_values(curves[f"{w}.{kind}"], layer) for w in ("grad_wq", "grad_wk")]
-                else:
-                    ys = [_layer_values(curves[f"{key}.{kind}"], layer)]
-                for i, y in enumerate(ys):
-                    fig.add_trace(go.Scatter(
-                        x=steps, y=y, mode="lines", name=name, legendgroup=name, showlegend=row == 1,
-                        line=dict(color=color, width=2.5, dash="dot" if i == 1 else dash),
-                        hovertemplate=f"{escape_token(name, 60)}: %{{y:.4g}}<extra></extra>"), row=row, col=1)
-    fig.update_layout(**_layout(760))
+                if key == "softmax_grad" and not entry.get("series", [None] * (s + 1))[s]:
+                    continue
+                steps, y = _curve(entry, s, key, kind, layer)
+                fig.add_trace(go.Scatter(
+                    x=steps, y=y, mode="lines+markers", name=name, legendgroup=name, showlegend=row == 1,
+                    line=dict(color=color, width=2.5, dash=dash),
+                    marker=dict(symbol=symbol, size=8, color=color, maxdisplayed=8),
+                    hovertemplate=f"{escape_token(name, 60)}: %{{y:.4g}}<extra></extra>"), row=row, col=1)
+            if s == 0:  # the direct label: the setting's short name at the end of its first seed's loss curve
+                steps, y = _curve(entry, 0, "probe_loss", kind, layer)
+                fig.add_annotation(x=steps[-1], y=float(y[-1]), text=entry["name"], showarrow=False,
+                                   xanchor="left", xshift=4, font=dict(color=color, size=FONT_SIZE), row=1, col=1)
+    fig.update_layout(**_layout(900))
     # The legend goes on top (it pushes the top margin as it grows): below, a long list of runs on a phone ran over
     # the x-axis title, and in the lecture it fell under the screen's edge.
-    fig.update_layout(legend=dict(y=1.045, yanchor="bottom"))
+    fig.update_layout(legend=dict(y=1.035, yanchor="bottom"), margin=dict(l=8, r=72, t=36, b=8))
     axis = dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor=TEXT_COLOR, showline=True)
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)
-    fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=2, col=1)  # 10⁻², 10⁻¹: no crowded minors
+    log_row = [key for key, _, _ in CURVES].index("grad_wq") + 1
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=log_row, col=1)  # 10⁻², 10⁻¹: no crowding
     fig.update_xaxes(title_text="training step", row=len(CURVES), col=1)
     fig.update_annotations(font_size=FONT_SIZE)
     return fig
 
 
 def curve_trace(runs: Sequence[dict], name: str, key: str = "probe_loss") -> int:
-    """The index, in ``curves_figure(runs, …)``'s traces, of run ``name``'s (first seed's) curve ``key`` (one of
-    ``CURVES``' keys; for "grad_wq" its ‖∇W^Q‖ line)."""
-    per_seed = [2 if k == "grad_wq" else 1 for k, _, _ in CURVES]
-    before = 0
+    """The index, in ``curves_figure(runs, …)``'s traces, of setting ``name``'s first seed's curve ``key``."""
+    i = 0
     for entry in runs:
-        if entry["name"] == name:
-            return before + sum(per_seed[:[k for k, _, _ in CURVES].index(key)])
-        before += len(entry["seeds"]) * sum(per_seed)
+        for s in range(len(entry["seeds"])):
+            for k, _, _ in CURVES:
+                if k == "softmax_grad" and not entry.get("series", [None] * (s + 1))[s]:
+                    continue
+                if entry["name"] == name and s == 0 and k == key:
+                    return i
+                i += 1
     raise ValueError(f"no run {name!r} among the curves")
+
+
+def table3a_figure(points: Sequence[dict], paper: Sequence[tuple[int, float]]) -> go.Figure:
+    """Table 3 (A) as a chart: test BLEU against h = 8 (its seeds' mean) for every seed of every h (a point; a
+    circle trained on the CPU, an open diamond on a GPU), each h's mean ± sd over seeds, and the paper's row
+    against its base (newstest2013) beside it. ``points``: {"h", "seed", "bleu", "device"} with "bleu" already
+    relative to h = 8; ``paper``: (h, BLEU − base)."""
+    fig = go.Figure()
+    by_h: dict[int, list[float]] = {}
+    for p in points:
+        by_h.setdefault(p["h"], []).append(p["bleu"])
+    hs = sorted(by_h)
+    means = [float(np.mean(by_h[h])) for h in hs]
+    sds = [float(np.std(by_h[h], ddof=1)) if len(by_h[h]) > 1 else 0.0 for h in hs]
+    fig.add_trace(go.Scatter(
+        x=hs, y=means, mode="lines+markers", name="ours: mean ± sd over seeds", line=dict(color=RUN_COLORS["h8"],
+        width=2.5), marker=dict(size=12, symbol="line-ew-open", color=RUN_COLORS["h8"], line=dict(width=3)),
+        error_y=dict(type="data", array=sds, visible=True, color=RUN_COLORS["h8"], thickness=2, width=10),
+        hovertemplate="h = %{x}: %{y:+.2f} (mean)<extra></extra>"))
+    for device, symbol in (("CPU", "circle"), ("GPU", "diamond-open")):
+        mine = [p for p in points if p["device"] == device]
+        if mine:
+            fig.add_trace(go.Scatter(
+                x=[p["h"] for p in mine], y=[p["bleu"] for p in mine], mode="markers", name=f"a seed ({device})",
+                marker=dict(size=10, symbol=symbol, color=RUN_COLORS["h1"], line=dict(width=2, color=RUN_COLORS["h1"])),
+                customdata=[p["seed"] for p in mine],
+                hovertemplate="h = %{x}, seed %{customdata}: %{y:+.2f}<extra></extra>"))
+    fig.add_trace(go.Scatter(
+        x=[h for h, _ in paper], y=[d for _, d in paper], mode="lines+markers", name="the paper (newstest2013)",
+        line=dict(color=TEXT_COLOR, width=2, dash="dash"), marker=dict(size=9, symbol="square", color=TEXT_COLOR),
+        hovertemplate="paper, h = %{x}: %{y:+.1f}<extra></extra>"))
+    fig.update_layout(**_layout(420))
+    fig.update_layout(hovermode="closest", legend=dict(y=1.02, yanchor="bottom"), margin=dict(l=8, r=8, t=8, b=8))
+    axis = dict(gridcolor=GRID_COLOR, zerolinecolor=TEXT_COLOR, linecolor=TEXT_COLOR, showline=True)
+    fig.update_xaxes(type="log", tickvals=[1, 2, 4, 8, 16, 32], ticktext=["1", "2", "4", "8", "16", "32"],
+                     title_text="heads h (d_k = d_model / h)", **axis)
+    fig.update_yaxes(title_text="BLEU − BLEU at h = 8", zeroline=True, **axis)
+    return fig
 
 
 def timelapse_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,

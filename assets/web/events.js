@@ -6,6 +6,8 @@
   // The Decoding tab's ◀ Previous and Next ▶ (and the arrow keys, assets/web/decoding.js): one step back or on.
   stepPrev: (step) => Math.max(1, step - 1),
   stepNext: (step) => Math.min(Number(document.querySelector('#decode-step input[type=range]').max), step + 1),
+  // The Lab's time-lapse: the next training snapshot (after the last: the first again, so ▶ Play starts over).
+  snapshotNext: (step) => (step >= Number(document.querySelector('#lab-step input[type=range]').max) ? 0 : step + 1),
   // A step, or its Reveal, drawn from every step's view the page holds (assets/web/decoding.js): no round trip.
   decodeStep: (frames, step, predict) => window.attnDecodeStep(frames, step, !predict),
   decodeReveal: (frames, step) => window.attnDecodeStep(frames, step, true).slice(0, 3),

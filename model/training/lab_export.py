@@ -22,12 +22,17 @@ import numpy as np
 import torch
 
 from model.network.checkpoint import CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, atomic_write_text, save_model
+from model.terms import KINDS
+from model.training.lab_series import series
+from model.training.lab_stats import DECODINGS, SPLIT, reference_file, statistics, translation_file, write_lines
 from model.training.siblings import BUDGET, BY_NAME, SIBLINGS
 
 LIVE = ("h1", "h1-unscaled", "h1-additive")  # the siblings a visitor can run on their own sentence
 TIMELAPSE_STATS = ("entropy", "confidence", "sharpness", "eos", "previous")
 BUDGET_BYTES = 64 * 2**20
 INDEX = "index.json"  # the runs in order, the reference, the live ones, the time-lapse sentences
+STATISTICS = "statistics.json"  # model.training.lab_stats.statistics: per run, setting and claim
+ROOT_TOKENIZER = Path(__file__).resolve().parents[2] / "assets" / "model" / TOKENIZER_FILE  # every sibling's
 DEVICE_NAMES = {"cpu": "CPU (2 cores)", "cuda": "one GPU"}  # what the epoch log says -> the card's words
 CARD_START, CARD_END = "<!-- lab: start -->", "<!-- lab: end -->"
 
@@ -47,10 +52,12 @@ def snapshot_files(run: Path) -> list[tuple[int, Path]]:
 
 
 def timelapse(run: Path) -> tuple[dict, bytes]:
-    """The time-lapse record (steps, probe loss, per-head statistics and roles) and the npz of its maps."""
+    """The time-lapse record (steps, probe loss, per-head statistics and roles, and what the maps say over
+    training: ``model.training.lab_series``) and the npz of its maps."""
     snaps = snapshot_files(run)
     steps, losses, stats, roles = [], [], {}, {}
     maps: dict[str, list[np.ndarray]] = {}
+    exact: dict[str, list[np.ndarray]] = {}  # the float16 maps, for the series (the npz keeps uint8)
     for step, path in snaps:
         record = json.loads(path.read_text(encoding="utf-8"))
         steps.append(step)
@@ -62,9 +69,18 @@ def timelapse(run: Path) -> tuple[dict, bytes]:
         with np.load(path.with_suffix(".npz")) as z:
             for key in z.files:
                 maps.setdefault(key, []).append(np.round(z[key].astype(np.float32) * 255).astype(np.uint8))
+                exact.setdefault(key, []).append(z[key].astype(np.float32))
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **{key: np.stack(arrays) for key, arrays in maps.items()})  # (steps, L, H, Q, K)
-    return {"steps": steps, "probe_loss": losses, "stats": stats, "roles": roles}, buffer.getvalue()
+    record = {"steps": steps, "probe_loss": losses, "stats": stats, "roles": roles,
+              "series": maps_series({key: np.stack(arrays) for key, arrays in exact.items()})}
+    return record, buffer.getvalue()
+
+
+def maps_series(arrays: dict[str, np.ndarray]) -> dict:
+    """``{"B.kind": (steps, L, H, Q, K)}`` -> per kind and layer over the steps: entropy ÷ log n, softmax gradient."""
+    n = len({key.split(".")[0] for key in arrays})
+    return series([{kind: arrays[f"{b}.{kind}"] for kind in KINDS} for b in range(n)], KINDS)
 
 
 def final_weights(run: Path) -> Path:
@@ -81,6 +97,12 @@ def final_weights(run: Path) -> Path:
     return folder
 
 
+def factor_said(config: dict) -> dict:
+    """Additive attention is never multiplied by 1/√d_k (``TransformerConfig.scale``): its config says
+    ``scaled: false`` (runs trained before their command said so wrote ``true``, which the model ignored)."""
+    return {**config, "scaled": False} if config.get("attention") == "additive" else config
+
+
 def run_record(run: Path, out: Path) -> dict:
     sib = BY_NAME[run.name]
     result = json.loads((run / "result.json").read_text(encoding="utf-8"))
@@ -93,7 +115,14 @@ def run_record(run: Path, out: Path) -> dict:
     record, npz = timelapse(run)
     live = sib.name in LIVE
     weights = final_weights(run) if live or "weights_sha256" not in result else None
-    (out / f"{sib.name}.timelapse.npz").write_bytes(npz)
+    # The time-lapse maps of the first seed only (the tab shows one run's history; the budget, BUDGET_BYTES):
+    # every seed keeps the series computed from its maps.
+    ship_maps = sib.seed == 1
+    if ship_maps:
+        (out / f"{sib.name}.timelapse.npz").write_bytes(npz)
+    for decoding in DECODINGS:
+        text = (run / "translations" / f"{SPLIT}.{decoding}.de").read_text(encoding="utf-8")
+        write_lines(translation_file(out, sib.name, decoding), text.splitlines())
     if live:
         target = out / sib.name
         target.mkdir(parents=True, exist_ok=True)
@@ -104,7 +133,7 @@ def run_record(run: Path, out: Path) -> dict:
         "label": sib.label,
         "tests": sib.tests,
         "seed": sib.seed,
-        "config": config,
+        "config": factor_said(config),
         "parameters": parameter_breakdown(TransformerConfig.from_dict(config))["total"],
         "budget": BUDGET + ["--anneal", str(result["steps"] // 2), str(result["steps"])],
         "steps": result["steps"],
@@ -113,7 +142,7 @@ def run_record(run: Path, out: Path) -> dict:
         "curves": _columns(curves),
         "bleu": result["bleu"],
         "signature": result["signature"],
-        "timelapse": {**record, "maps": f"{sib.name}.timelapse.npz"},
+        "timelapse": {**record, "maps": f"{sib.name}.timelapse.npz" if ship_maps else None},
         # runs logged before the epoch log named its device all trained on the CPU
         "trained_on": sorted({e.get("device", "cpu") for e in log}),
         "weights": {"sha256": result.get("weights_sha256") or sha256(weights / WEIGHTS_FILE),
@@ -147,8 +176,25 @@ def update_card(card: Path, section: str) -> None:
     atomic_write_text(card, text)
 
 
-def export_all(runs: Path, out: Path, card: Path | None = None) -> list[dict]:
-    """Every finished run (``result.json`` written) of ``SIBLINGS``, in their order."""
+def shipped_record(out: Path, name: str) -> dict | None:
+    """A run shipped earlier whose training folder is gone (a new machine): its record as shipped, with the series
+    of its time-lapse maps and the factor its config says brought up to date."""
+    path = out / f"{name}.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["config"] = factor_said(record["config"])
+    maps = record["timelapse"].get("maps")
+    if maps and "series" not in record["timelapse"]:
+        with np.load(out / maps) as z:
+            record["timelapse"]["series"] = maps_series({key: z[key].astype(np.float32) / 255 for key in z.files})
+    return record
+
+
+def export_all(runs: Path, out: Path, card: Path | None = None, data: Path | None = None) -> list[dict]:
+    """Every finished run (``result.json`` written) of ``SIBLINGS``, in their order, beside the runs shipped before
+    whose folders are not here (kept as shipped); then the statistics (``model.training.lab_stats``) from every
+    run's shipped translations, with the test set's references copied from ``data`` when it is given."""
     from model.network.tokenizer import Tokenizer
     from model.training.recorder import timelapse_tokens
 
@@ -156,19 +202,26 @@ def export_all(runs: Path, out: Path, card: Path | None = None) -> list[dict]:
     records = []
     for sib in SIBLINGS:
         run = runs / sib.name
-        if not (run / "result.json").is_file():
+        if (run / "result.json").is_file():
+            record = run_record(run, out)
+            print(f"{sib.name}: exported", flush=True)
+        elif (record := shipped_record(out, sib.name)) is None:
             continue
-        record = run_record(run, out)
         atomic_write_text(out / f"{sib.name}.json", json.dumps(record, separators=(",", ":")) + "\n")
         records.append(record)
-        print(f"{sib.name}: exported", flush=True)
     if not records:
         raise ValueError(f"{runs}: no finished run (none has result.json); train with `python -m model.lab train`")
-    tok = Tokenizer(runs / records[0]["name"] / TOKENIZER_FILE)
+    trained = [runs / r["name"] / TOKENIZER_FILE for r in records if (runs / r["name"] / TOKENIZER_FILE).is_file()]
+    tok = Tokenizer(trained[0] if trained else ROOT_TOKENIZER)  # the siblings' vocabulary (the shipped one)
     index = {"runs": [r["name"] for r in records], "reference": SIBLINGS[0].name,
              "live": [r["name"] for r in records if r["weights"]["folder"]], "budget": records[0]["budget"],
              "sentences": timelapse_tokens(tok)}
     atomic_write_text(out / INDEX, json.dumps(index, ensure_ascii=False, indent=1) + "\n")
+    if data is not None and (data / f"{SPLIT}.de.gz").is_file():
+        for lang in ("en", "de"):
+            shutil.copyfile(data / f"{SPLIT}.{lang}.gz", reference_file(out, lang))
+    stats = statistics(out, {r["name"]: r for r in records})
+    atomic_write_text(out / STATISTICS, json.dumps(stats, ensure_ascii=False, indent=1) + "\n")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"{out}: {size / 2**20:.1f} MB in {sum(1 for p in out.rglob('*') if p.is_file())} files", flush=True)
     if size > BUDGET_BYTES:

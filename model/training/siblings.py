@@ -26,7 +26,8 @@ class Sibling:
     @property
     def args(self) -> list[str]:
         out = ["--heads", str(self.heads), "--seed", str(self.seed), "--attention", self.attention]
-        return out + ([] if self.scaled else ["--no-scale"])
+        # Additive scores are never multiplied by 1/√d_k (TransformerConfig.scale): its config says so.
+        return out + ([] if self.scaled and self.attention == "dot" else ["--no-scale"])
 
     @property
     def label(self) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 
 from model.probes.analysis import role_name
 from model.serving.lab import SHIPPED
-from viz.lab import curves_figure, head_timeline_figure, timelapse_figure
+from viz.lab import curves_figure, head_timeline_figure, table3a_figure, timelapse_figure
 from viz.views import inputs
 from viz.views.attention.maps import overview_plot
 from viz.views.attention.share import View, opens
@@ -47,118 +47,134 @@ def scores(entry: dict | None, key: str = SCORE) -> list[float]:
 
 
 def val_ppl(entry: dict) -> list[float]:
-    """Each seed's validation perplexity after its last epoch (teacher-forced, no label smoothing)."""
+    """Each seed's validation perplexity after its last epoch (the full val set, teacher-forced, no smoothing)."""
     return [math.exp(epochs[-1]["val_loss"]) for epochs in entry["epochs"]]
 
 
-def seed_noise(payload: dict, key: str = SCORE) -> float | None:
-    """The largest difference between two seeds of one sibling (None before any sibling has two seeds)."""
-    spreads = [max(s) - min(s) for s in (scores(r, key) for r in payload["runs"]) if len(s) >= 2]
-    return max(spreads) if spreads else None
-
-
-def _fmt(values: Sequence[float], digits: int = 1) -> str:
+def mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    """"35.05 ± 0.07 (3 seeds)"; one seed: its value; none: "not trained yet"."""
     if not values:
         return "not trained yet"
-    text = f"{_mean(values):.{digits}f}"
-    return text + (f" (seeds {' / '.join(f'{v:.{digits}f}' for v in values)})" if len(values) > 1 else "")
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} (1 seed)"
+    return f"{_mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f} ({len(values)} seeds)"
 
 
-def table_markdown(payload: dict) -> str:
-    """Table 3 (A)/(B) of the paper beside our siblings with the 1/√d_k factor and dot products."""
+def _devices(payload_entry: dict, records: dict) -> str:
+    kinds = sorted({"GPU" if d.startswith("cuda") else "CPU" for name in payload_entry["runs"]
+                    for d in records[name].get("trained_on", ["cpu"])})
+    return " and ".join(kinds)
+
+
+def table_markdown(payload: dict, records: dict) -> str:
+    """Table 3 (A)/(B) of the paper beside our siblings with the 1/√d_k factor and dot products: per h, the mean ±
+    sd over seeds of validation perplexity and of test BLEU (beam 4), and where the seeds trained."""
     ours = {r["config"]["n_heads"]: r for r in payload["runs"]
             if r["config"].get("attention", "dot") == "dot" and r["config"].get("scaled", True)}
     paper = {h: (d_k, ppl, bleu) for h, d_k, ppl, bleu in (*PAPER_A, PAPER_BASE)}
-    rows = ["| h | paper: d_k · PPL · BLEU | ours: d_k | val PPL | val BLEU (beam 4) | test_2016 BLEU (beam 4) | "
-            "parameters |", "|---|---|---|---|---|---|---|"]
+    rows = ["| h | paper: d_k · PPL · BLEU | ours: d_k | val PPL | test_2016 BLEU (beam 4) | seeds | trained on |",
+            "|---|---|---|---|---|---|---|"]
     for h in sorted(set(paper) | set(ours) | {2}):
         p = paper.get(h)
         paper_cell = f"{p[0]} · {p[1]:.2f} · {p[2]:.1f}" if p else "—"
         entry = ours.get(h)
-        if entry is None and h > 16:
-            rows.append(f"| {h} | {paper_cell} | — | — | — | — | — |")
-            continue
-        d_k = 192 // h
         if entry is None:
-            rows.append(f"| {h} | {paper_cell} | {d_k} | not trained yet | | | |")
+            rows.append(f"| {h} | {paper_cell} | {'—' if h > 16 else 192 // h} | "
+                        f"{'—' if h > 16 else 'not trained yet'} | | | |")
             continue
-        rows.append(f"| {h} | {paper_cell} | {d_k} | {_fmt(val_ppl(entry), 2)} | {_fmt(scores(entry, 'val.beam4'))} "
-                    f"| {_fmt(scores(entry))} | {entry['parameters']:,} |")
+        seeds = " / ".join(f"{b:.2f}" for b in scores(entry))
+        rows.append(f"| {h} | {paper_cell} | {192 // h} | {mean_sd(val_ppl(entry))} | {mean_sd(scores(entry))} | "
+                    f"{seeds} | {_devices(entry, records)} |")
     for h, d_k, ppl, bleu in PAPER_B:
-        rows.append(f"| {h} (B) | {d_k} · {ppl:.2f} · {bleu:.1f} | — | — | — | — | — |")
-    noise = seed_noise(payload)
-    noise_text = (f"Seed noise: two seeds of one sibling differ by up to {noise:.2f} BLEU."
-                  if noise is not None else "Seed noise: not measured yet (no sibling has two seeds).")
+        rows.append(f"| {h} (B) | {d_k} · {ppl:.2f} · {bleu:.1f} | — | — | — | | |")
     return "\n".join(rows) + (
         "\n\nThe paper's rows are newstest2013 (WMT, d_model = 512, d_k = 512 / h); ours are Multi30k "
-        f"(d_model = 192, d_k = 192 / h), mean over seeds. {noise_text} {SCALE_NOTE}")
+        f"(d_model = 192, d_k = 192 / h): mean ± standard deviation over seeds. {SCALE_NOTE}")
 
 
-def _compare(a: dict | None, b: dict | None, noise: float | None) -> tuple[float, str] | None:
-    """(mean BLEU of a − mean of b, how it stands against the seed noise) or None while a run is missing."""
-    if not a or not b:
-        return None
-    diff = _mean(scores(a)) - _mean(scores(b))
-    if noise is None:
-        return diff, "with the seed noise not measured yet"
-    beyond = abs(diff) > noise
-    return diff, f"{'beyond' if beyond else 'within'} the seed noise of {noise:.2f}"
+VERDICT_WORDS = {"reproduces": "**reproduces**", "the opposite": "**the opposite**",
+                 "inconclusive at this scale": "**inconclusive at this scale**", "not decided yet": "not decided yet"}
 
 
-def _verdict(diff: float, where: str) -> str:
-    """A claim that the change costs BLEU: it reproduces when the loss is beyond the seed noise; while no run has
-    two seeds yet, it is not decided, however large the difference."""
-    if where.startswith("with the seed noise not measured"):
-        return "not decided until a second seed has measured the seed noise"
-    holds = diff < 0 and where.startswith("beyond")
-    return f"{'the claim reproduces' if holds else 'the claim does not reproduce'} at our scale"
+def claim_row(claim: dict) -> str:
+    """One claim as a table row: the pair, the difference with its interval, the seeds, the verdict and why."""
+    pair = f"{claim['a']} − {claim['b']}"
+    if "difference" not in claim:
+        return f"| {claim['title']} | {pair} | — | — | — | {claim['verdict']}: {claim['why']} |"
+    seeds = f"{len(claim['seeds_a'])} / {len(claim['seeds_b'])}"
+    devices = " and ".join("GPU" if d.startswith("cuda") else "CPU" for d in claim["devices"])
+    why = f" ({claim['why']}; provisional interval)" if claim["why"] else ""
+    return (f"| {claim['title']} | {pair} | {claim['difference']:+.2f} | [{claim['low']:+.2f}, {claim['high']:+.2f}] | "
+            f"{seeds} on {devices} | {VERDICT_WORDS[claim['verdict']]}{why} |")
 
 
-def verdicts(payload: dict) -> list[str]:
-    """One sentence per claim, from the numbers: footnote 4 at d_k = 192 and 24, additive vs unscaled, Table 3 (A)."""
-    noise = seed_noise(payload)
-    out = []
-    for scaled, unscaled, d_k in (("h1", "h1-unscaled", 192), ("h8", "h8-unscaled", 24)):
-        c = _compare(family(payload, unscaled), family(payload, scaled), noise)
-        if c is None:
-            out.append(f"Footnote 4 at d_k = {d_k}: not measured yet ({scaled} and {unscaled} must both finish).")
-            continue
-        diff, where = c
-        out.append(f"Footnote 4 at d_k = {d_k}: without 1/√d_k the test BLEU is {diff:+.2f} against the scaled "
-                   f"model, {where} — {_verdict(diff, where)}.")
-    c = _compare(family(payload, "h1-additive"), family(payload, "h1-unscaled"), noise)
-    if c is not None:
-        diff, where = c
-        out.append(f"Additive against unscaled dot-product attention at d_k = 192: {diff:+.2f} BLEU, {where} "
-                   f"(Britz et al. at d = 1024: additive {BRITZ_ADDITIVE[-1]}, dot product {BRITZ_DOT[-1]}).")
-    multi = [r for r in payload["runs"] if r["config"]["n_heads"] > 1 and r["config"].get("scaled", True)
-             and r["config"].get("attention", "dot") == "dot"]
-    single = family(payload, "h1")
-    if single and multi:
-        best = max(multi, key=lambda r: _mean(scores(r)))
-        diff, where = _compare(single, best, noise)
-        out.append(f"Table 3 (A): one head scores {diff:+.2f} test BLEU against the best multi-head sibling "
-                   f"(h = {best['config']['n_heads']}), {where} — {_verdict(diff, where)} (the paper: −0.9).")
-    else:
-        out.append("Table 3 (A): not measured yet (h = 1 and a multi-head sibling must finish).")
-    return out
+def evidence_markdown(stats: dict) -> str:
+    """The verdicts, from the shipped statistics (``model.training.lab_stats``): one row per claim."""
+    if not stats.get("claims"):
+        return ("*The lab's statistics are not shipped (`python -m model.lab export` computes them from the runs' "
+                "translations).*")
+    rows = ["| claim | settings compared | difference (test BLEU, beam 4) | 95 % interval | seeds (a / b) | verdict |",
+            "|---|---|---|---|---|---|", *(claim_row(c) for c in stats["claims"])]
+    method = (f"The difference is the mean over seeds of a − b on test_2016_flickr ({stats['sentences']:,} sentences); "
+              f"the interval, a bootstrap over seeds × sentences ({stats['resamples']:,} resamples: the same "
+              "sentences drawn for both settings, each setting's seeds drawn with replacement). A verdict needs "
+              f"{stats['seeds_needed']} seeds with shipped translations a side: *reproduces* when the whole interval "
+              "lies on the paper's side of 0, *the opposite* on the other, *inconclusive at this scale* when it "
+              "holds 0. Only runs whose translations ship enter the interval; every run's BLEU is in the table below.")
+    return "\n".join(rows) + "\n\n" + method
 
 
-def early_gradients(payload: dict, scaled: str, unscaled: str, kind: str = "encoder_self",
+def _words(n: int) -> str:
+    return "one sentence" if n == 1 else f"{n:,} distinct sentences"
+
+
+def collapse_markdown(stats: dict) -> str:
+    """What happened without 1/√d_k at d_k = 192, from the records: when the cross-attention became uniform and
+    what the model then writes."""
+    runs = [c for c in stats.get("collapse", {}).values() if c["setting"] == "h1-unscaled"]
+    if not runs:
+        return ""
+    when = "; ".join(f"seed {c['seed']}: from step {c['step']} of {c['last_step']}" for c in runs)
+    lines = [f"**Without 1/√d_k at d_k = 192 the model stopped reading the source.** Its cross-attention became "
+             f"uniform in all six layers (entropy ÷ log n ≥ {runs[0]['threshold']:.2f}: every source token weighted "
+             f"alike) and stayed so to the end of training — {when}."]
+    scored = [c for c in runs if c["distinct"]]
+    for c in scored:
+        common = c["most_common"]["beam4"]
+        lines.append(f"Seed {c['seed']} then writes {_words(c['distinct']['greedy'])} for the "
+                     f"{stats['sentences']:,} test inputs greedily ({_words(c['distinct']['beam4'])} with beam 4), "
+                     f"most often “{common['text']}” ({common['count']:,} times): its test BLEU "
+                     f"({stats['runs'][next(n for n, v in stats['collapse'].items() if v is c)]['beam4']:.2f}) is "
+                     "what a fixed sentence scores against every reference.")
+    lines.append("The time-lapse below shows the moment: choose the run h1-unscaled, kind cross, and step through "
+                 f"{runs[0]['step']}.")
+    return " ".join(lines)
+
+
+def early_gradients(payload: dict, records: dict, scaled: str, unscaled: str, kind: str = "encoder_self",
                     until: int = 200) -> str | None:
-    """The mechanism in one sentence: mean ‖∇W^Q‖ over the first ``until`` steps, unscaled ÷ scaled."""
-    a, b = family(payload, unscaled), family(payload, scaled)
-    if not a or not b:
+    """Footnote 4's two gradients in the first ``until`` steps (first seeds, mean over layers): the softmax's own
+    (‖diag(p) − p pᵀ‖, from the time-lapse maps) and ‖∇W^Q‖ (from the curves), unscaled against scaled."""
+    a, b = records.get(unscaled), records.get(scaled)
+    if not a or not b or "series" not in a["timelapse"] or "series" not in b["timelapse"]:
         return None
 
-    def early(entry: dict) -> float:
-        curves = entry["curves"][0]
-        rows = [np.mean(v) for s, v in zip(curves["step"], curves[f"grad_wq.{kind}"]) if s <= until]
-        return float(np.mean(rows))
+    def early_wq(record: dict) -> float:
+        curves = record["curves"]
+        return float(np.mean([np.mean(v) for s, v in zip(curves["step"], curves[f"grad_wq.{kind}"]) if s <= until]))
 
-    ratio = early(a) / early(b)
-    return (f"In the first {until} steps the unscaled model's ‖∇W^Q‖ ({kind.replace('_', ' ')}, mean over layers) "
-            f"was {ratio:.2g} × the scaled model's.")
+    def early_softmax(record: dict) -> float:
+        tl = record["timelapse"]
+        return float(np.mean([np.mean(v) for s, v in zip(tl["steps"], tl["series"]["softmax_grad"][kind])
+                              if s <= until]))
+
+    d_k = 192 // a["config"]["n_heads"]
+    return (f"At d_k = {d_k} ({unscaled} against {scaled}, seed 1, {kind.replace('_', ' ')}, first {until} steps): "
+            f"the softmax's own gradient was {early_softmax(a):.3f} unscaled against {early_softmax(b):.3f} scaled "
+            f"— smaller, as footnote 4 predicts for a saturated softmax — while ‖∇W^Q‖ was "
+            f"{early_wq(a) / early_wq(b):.2g} × larger: unscaled, nothing divides the gradient by √d_k "
+            f"(= {math.sqrt(d_k):.3g}) on its way back from the scores to W^Q, which outweighs the smaller softmax "
+            "gradient.")
 
 
 # ------------------------------------------------------------------------------------------ the tab's views
@@ -169,22 +185,51 @@ NOT_YET = ("*The lab's runs are still training (`python -m model.lab train`); no
 CURVES_NOTE = ("What it shows: each sibling's validation loss (the shipped sample, teacher-forced), the gradient "
                "norm reaching W^Q and W^K, and the mean softmax entropy, recorded every 25 steps while it trained. "
                "What it does not: WMT-scale training, where the paper's effect was seen. ")
-TIMELAPSE_NOTE = ("What it shows: the reference sibling's attention on this sentence, teacher-forced with its "
+TIMELAPSE_NOTE = ("What it shows: the chosen run's attention on this sentence, teacher-forced with its "
                   "reference translation, at log-spaced training steps from the untrained model (step 0) on. "
                   "What it does not: the shipped model's own history (it trained longer, on a longer schedule).")
 
 
 def summary(lab) -> str:
-    """The tab's opening: the verdicts, then Table 3 beside ours (or why there is nothing yet)."""
+    """The tab's opening: the verdicts with their intervals, the collapse, then Table 3 beside ours (or why there
+    is nothing yet); a lab file that cannot be read is named."""
     payload = lab.runs_payload()
+    broken = "".join(f"\n\n*The lab's file {name} cannot be read ({why}): it is left out.*"
+                     for name, why in lab.broken.items())
     if not payload["runs"]:
-        return NOT_YET
+        return NOT_YET + broken
     runs = payload["runs"]
-    trained = "; ".join(r["label"] + (f" ({len(r['seeds'])} seeds)" if len(r["seeds"]) > 1 else "")
-                        for r in runs)
-    lines = [f"**{sum(len(r['seeds']) for r in runs)} runs of {len(runs)} siblings:** {trained}.",
-             *(f"- {v}" for v in verdicts(payload))]
-    return "\n".join(lines) + "\n\n### Table 3 (A) at our scale\n\n" + table_markdown(payload)
+    trained = "; ".join(r["label"] + f" ({len(r['seeds'])} seed{'s' if len(r['seeds']) > 1 else ''})" for r in runs)
+    collapse = collapse_markdown(lab.statistics)
+    return (f"**{sum(len(r['seeds']) for r in runs)} runs of {len(runs)} settings:** {trained}.{broken}\n\n"
+            "### What the lab finds\n\n" + evidence_markdown(lab.statistics) + (f"\n\n{collapse}" if collapse else "")
+            + "\n\n### Table 3 (A) at our scale\n\n" + table_markdown(payload, lab.records))
+
+
+def table3a_plot(lab) -> tuple[Figure, str]:
+    """Table 3 (A) as a chart (``viz.lab.table3a_figure``) and the sentence that says what it shows."""
+    payload = lab.runs_payload()
+    base = family(payload, "h8")
+    if not base:
+        raise ValueError("the reference h = 8 is not shipped yet")
+    ref = _mean(scores(base))
+    points = []
+    for entry in payload["runs"]:
+        if entry["config"].get("attention", "dot") != "dot" or not entry["config"].get("scaled", True):
+            continue
+        for name, seed, bleu in zip(entry["runs"], entry["seeds"], scores(entry)):
+            gpu = any(d.startswith("cuda") for d in lab.records[name].get("trained_on", ["cpu"]))
+            points.append({"h": entry["config"]["n_heads"], "seed": seed, "bleu": round(bleu - ref, 2),
+                           "device": "GPU" if gpu else "CPU"})
+    paper = [(h, round(bleu - PAPER_BASE[3], 1)) for h, _, _, bleu in sorted((*PAPER_A, PAPER_BASE))]
+    by_h = {}
+    for p in points:
+        by_h.setdefault(p["h"], []).append(p["bleu"])
+    said = "; ".join(f"h = {h}: {_mean(v):+.2f} ({len(v)} seed{'s' if len(v) > 1 else ''})"
+                     for h, v in sorted(by_h.items()))
+    text = (f"Test BLEU (beam 4) against h = 8's mean ({ref:.2f}), per h: {said}. The paper, against its base: "
+            + "; ".join(f"h = {h}: {d:+.1f}" for h, d in paper) + ".")
+    return finish_figure(table3a_figure(points, paper), "lab_table3a"), text
 
 
 def run_choices(lab) -> list[tuple[str, str]]:
@@ -215,7 +260,8 @@ def curves_plot(lab, kind, layer, names) -> tuple[Figure, str]:
     chosen = [r for r in payload["runs"] if r["name"] in check_names(lab, names)]
     if not chosen:
         raise ValueError("choose at least one run to draw")
-    notes = [early_gradients(payload, s, u, kind) for s, u in (("h1", "h1-unscaled"), ("h8", "h8-unscaled"))]
+    notes = [early_gradients(payload, lab.records, s, u, kind) for s, u in (("h1", "h1-unscaled"),
+                                                                             ("h8", "h8-unscaled"))]
     britz = ("Britz et al. (2017), newstest2013 BLEU at d = " + " / ".join(map(str, BRITZ_DIMS)) + ": dot product "
              + " / ".join(map(str, BRITZ_DOT)) + ", additive " + " / ".join(map(str, BRITZ_ADDITIVE)) + ".")
     text = " ".join([CURVES_NOTE, *(n for n in notes if n), britz])
@@ -235,22 +281,35 @@ def compare(runs, text, left, right, kind) -> tuple[str, Figure, str, Figure]:
     return tuple(out)
 
 
-def timelapse_plot(lab, example, kind, layer, head, step) -> tuple[Figure, str]:
-    """One head of the reference sibling on a time-lapse sentence at one snapshot (``step``: its index)."""
-    run, maps, queries, keys = lab.timelapse_maps(example, inputs.check_kind(kind))
+def timelapse_plot(lab, example, kind, layer, head, step, run=None) -> tuple[Figure, str]:
+    """One head of a run (``run``: one whose time-lapse maps ship; None: the reference) on a time-lapse sentence at
+    one snapshot (``step``: its index). A head past the run's own number of heads shows its last head."""
+    if run is not None and run not in lab.timelapse_runs():
+        raise ValueError(f"unknown run {inputs.shown(run)}; choose one of: {', '.join(lab.timelapse_runs())}")
+    run, maps, queries, keys = lab.timelapse_maps(example, inputs.check_kind(kind), run)
     n_steps, n_layers, n_heads = maps.shape[:3]
     layer = _check_layer(layer, n_layers)
-    head = inputs.whole_number(head, "head", 1, n_heads)
+    head = min(inputs.whole_number(head, "head", 1, max(n_heads, 8)), n_heads)
     i = inputs.whole_number(step, "snapshot", 0, n_steps - 1)
-    steps = lab.records[run]["timelapse"]["steps"]
+    record = lab.records[run]
+    steps = record["timelapse"]["steps"]
     w = maps[i, layer - 1, head - 1]
-    title = f"step {steps[i]} of {steps[-1]} · {KIND_LABELS[kind]}, layer {layer}, head {head}"
-    stats = lab.records[run]["timelapse"]["stats"][kind]
-    role = role_name(kind, lab.records[run]["timelapse"]["roles"][kind][i][layer - 1][head - 1])
-    caption = (f"{TIMELAPSE_NOTE} At step {steps[i]} this head's entropy over the shipped sample is "
-               f"{stats['entropy'][i][layer - 1][head - 1]:.2f} nats and its role *{role}*.")
+    title = f"{run} · step {steps[i]} of {steps[-1]} · {KIND_LABELS[kind]}, layer {layer}, head {head}"
+    stats = record["timelapse"]["stats"][kind]
+    role = role_name(kind, record["timelapse"]["roles"][kind][i][layer - 1][head - 1])
+    caption = (f"{TIMELAPSE_NOTE} Run {run} ({record['label']}). At step {steps[i]} this head's entropy over the "
+               f"shipped sample is {stats['entropy'][i][layer - 1][head - 1]:.2f} nats and its role *{role}*.")
+    series = record["timelapse"].get("series")
+    if series:
+        ratio = series["entropy_ratio"][kind][i][layer - 1]
+        caption += (f" On the time-lapse sentences this layer's rows hold {ratio:.2f} of the entropy of a uniform row "
+                    "(1: every key weighted alike; 0: one key).")
+    collapse = lab.statistics.get("collapse", {}).get(run)
+    if collapse and kind == "cross" and steps[i] >= collapse["step"]:
+        caption += (f" **From step {collapse['step']} this run's cross-attention is uniform in every layer: it no "
+                    "longer reads the source.**")
     figure = timelapse_figure(w, queries, keys, title, causal=kind == "decoder_self")
-    return finish_figure(figure, f"timelapse_{kind}_L{layer}H{head}_step{steps[i]}"), caption
+    return finish_figure(figure, f"timelapse_{run}_{kind}_L{layer}H{head}_step{steps[i]}"), caption
 
 
 def heads_plot(lab, kind, layer, stat) -> Figure:

@@ -20,6 +20,7 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "lines": "lines", "lineMeta": LINE_META, "tokenMeta": TOKEN_META,  # the alignment view (viz.lines)
         "linesRequest": "lines-request",  # the page asks for the alignment view here when it is on screen
         "stepPrev": "step-prev", "stepNext": "step-next",  # the Decoding tab's buttons (and the arrow keys)
+        "labStep": "lab-step", "labPlay": "lab-play", "labNext": "lab-next",  # the Lab's time-lapse and its ▶ Play
         # the view in the URL (viz.views.attention.share): query parameter -> element id; the close-up; the Copy link
         # button
         "view": {"text": "source", "target": "target", "kind": "kind", "layer": "layer", "head": "head",
@@ -50,7 +51,7 @@ WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's scrip
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn.
 SCRIPTS = ("page.js", "draw.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js", "classroom.js",
-           "inside.js", "live.js", "heads.js", "lecture.js")
+           "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js")
 
 
 def page_script(web: Path = WEB) -> str:

@@ -10,9 +10,10 @@ import gradio as gr
 
 from model.serving.lab import SHIPPED
 from viz.lab import role_legend
-from viz.ui.wiring import PRIVATE, Page, how_to_read, listener, on_link, page_and_api, sentence_box
+from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, listener, on_link, page_and_api, sentence_box
 from viz.views import lab
 from viz.views.attention import maps
+from viz.views.page import PAGE
 
 
 def build_lab(page: Page, to_lab: gr.Button) -> None:
@@ -27,6 +28,8 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
                     "(footnote 4), additive attention — on the same data, vocabulary and budget.")
         how_to_read("lab")
         gr.Markdown(lab.summary(shelf), elem_id="lab-summary")
+        table3a = gr.Plot(label="Table 3 (A): test BLEU against h = 8, every seed a point", elem_id="lab-table3a")
+        table3a_note = gr.Markdown(elem_id="lab-table3a-note")
         gr.Markdown("### Footnote 4 in training")
         with gr.Row():
             kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
@@ -54,14 +57,21 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
                 right_plot = gr.Plot(label="Right: layers × heads", elem_id="lab-right")
         gr.Markdown("### Attention forming: the time-lapse")
         sentences = [(s["source"], str(i)) for i, s in enumerate(shelf.sentences)]
+        tl_runs = shelf.timelapse_runs()
         with gr.Row():
             example = gr.Dropdown(sentences, value="0" if sentences else None, label="Sentence", scale=4)
+            tl_run = gr.Dropdown(tl_runs, value=shelf.index["reference"] if shelf.index["reference"] in tl_runs
+                                 else (tl_runs[0] if tl_runs else None), label="Run", scale=2, elem_id="lab-tl-run")
             tl_kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Kind", scale=2)
             tl_layer = gr.Slider(1, runs.cfg.n_layers, value=5, step=1, label="Layer", scale=2)
             tl_head = gr.Slider(1, runs.cfg.n_heads, value=4, step=1, label="Head", scale=2)
         n_steps = len(shelf.records[shelf.index["reference"]]["timelapse"]["steps"]) if shelf.records else 1
-        step = gr.Slider(0, max(n_steps - 1, 1), value=n_steps - 1, step=1, elem_id="lab-step",
-                         label="Training snapshot (0 = the untrained model … the last = the end of training)")
+        with gr.Row():
+            step = gr.Slider(0, max(n_steps - 1, 1), value=n_steps - 1, step=1, elem_id=PAGE["labStep"], scale=6,
+                             label="Training snapshot (0 = the untrained model … the last = the end of training)")
+            # ▶ Play presses Next ▶ once a second (assets/web/timelapse.js); it never starts by itself
+            gr.Button("▶ Play", elem_id=PAGE["labPlay"], scale=1, min_width=110)
+            next_snapshot = gr.Button("Next ▶", elem_id=PAGE["labNext"], scale=1, min_width=110)
         tl_plot = gr.Plot(label="One head at this step", elem_id="lab-timelapse")
         tl_note = gr.Markdown(elem_id="lab-timelapse-note")
         stat = gr.Radio(list(lab.STATS), value="sharpness", label="Per head over the steps")
@@ -78,8 +88,10 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
     page_and_api([tab.select, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
                  outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare",
                  preprocess=False)  # its own checks, with messages (a Dropdown's would name Python types)
-    gr.on([tab.select, example.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
-          listener(lab.timelapse_plot, shelf), [example, tl_kind, tl_layer, tl_head, step], [tl_plot, tl_note],
+    tab.select(listener(lab.table3a_plot, shelf), [], [table3a, table3a_note], **PRIVATE)
+    next_snapshot.click(None, step, step, js=in_browser("snapshotNext"))
+    gr.on([tab.select, example.change, tl_run.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
+          listener(lab.timelapse_plot, shelf), [example, tl_kind, tl_layer, tl_head, step, tl_run], [tl_plot, tl_note],
           **PRIVATE, trigger_mode="always_last")
     gr.on([tab.select, tl_kind.change, tl_layer.change, stat.change], listener(lab.heads_plot, shelf),
           [tl_kind, tl_layer, stat], [heads], **PRIVATE)
