@@ -135,7 +135,7 @@ def tiny_lab(corpus, tmp_path_factory):
         steps = json.loads((run / "last" / "trainer.json").read_text())["step"]
         result = {"sibling": asdict(sib), "steps": steps, **score(run, corpus)}
         (run / "result.json").write_text(json.dumps(result))
-    records = export_all(runs, out, card)
+    records = export_all(runs, out, card, data=corpus)  # the corpus's test references: the statistics
     return runs, out, card, records
 
 

@@ -218,6 +218,7 @@ def export_all(runs: Path, out: Path, card: Path | None = None, data: Path | Non
              "sentences": timelapse_tokens(tok)}
     atomic_write_text(out / INDEX, json.dumps(index, ensure_ascii=False, indent=1) + "\n")
     if data is not None and (data / f"{SPLIT}.de.gz").is_file():
+        reference_file(out).parent.mkdir(exist_ok=True)
         for lang in ("en", "de"):
             shutil.copyfile(data / f"{SPLIT}.{lang}.gz", reference_file(out, lang))
     stats = statistics(out, {r["name"]: r for r in records})

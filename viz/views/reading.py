@@ -109,13 +109,18 @@ HOW_TO_READ = {
     "lab": "\n\n".join([
         "**Siblings.** Each sibling is the shipped architecture trained again on the same data and vocabulary for "
         "the same shorter budget, with one thing changed: the number of heads (d_k = 192 / h, so the compute "
-        "stays the same), no 1/√d_k, or additive attention. A second seed of some siblings measures the noise: "
-        "a difference smaller than that says nothing.",
-        "**Curves.** The x axis is the training step. Loss falls as the model learns; the gradient norm of W^Q "
-        "and W^K is how strongly training moves the queries and keys (footnote 4: without 1/√d_k it can "
-        "collapse); the entropy is how spread out attention is (low: each row looks at few tokens).",
-        "**Time-lapse.** The same sentence, teacher-forced with its reference, at log-spaced steps: at step 0 "
-        "attention is nearly uniform; watch when a head starts to align. " + _ROWS,
+        "stays the same), no 1/√d_k, or additive attention. Every setting gets three seeds; a verdict compares "
+        "two settings' mean test BLEU with a 95 % interval that holds both the seeds' chance and the test "
+        "sentences' — an interval that holds 0 says \"inconclusive\", however large the difference looks.",
+        "**Curves.** The x axis is the training step; a setting has one colour and marker, a seed one line style. "
+        "Loss falls as the model learns. The softmax's own gradient ‖diag(p) − p pᵀ‖ is footnote 4's quantity: "
+        "it shrinks as the softmax saturates (one weight near 1). ‖∇W^Q‖ is how strongly training moves the "
+        "queries: without 1/√d_k it is larger, not smaller, since nothing divides the gradient by √d_k on its way "
+        "back. The entropy is how spread out attention is (low: each row looks at few tokens).",
+        "**Time-lapse.** The same sentence, teacher-forced with its reference, at log-spaced steps of one run: "
+        "at step 0 a scaled model's attention is spread but not uniform, an unscaled one's already sharp (its "
+        "scores are √d_k larger); watch when a head starts to align — or, in h1-unscaled's cross-attention, when "
+        "every row turns uniform. ▶ Play steps through the snapshots. " + _ROWS,
         _PIECES,
     ]),
 }
