@@ -12,10 +12,9 @@ files the Lab tab reads (``model.training.lab_export``).
 
 Every sibling shares the budget (``BUDGET``: epochs, schedule, batches, precision), the shipped vocabulary and
 the recipe; ``seed`` sets both the initialisation and the data order. The budget is the shipped recipe
-compressed so that the eleven runs take about six hours of two CPU cores (seven of them took six minutes of one
-H200 GPU, four at a time, ~200 s each; each epoch's log names its device): 6 epochs, warm-up 800 steps to the shipped
-run's peak learning rate (~1.6e-3, reached there at step 2000), then a linear cool-down to 0 over the second
-half.
+compressed to about 25 minutes a run on two quiet CPU cores (or ~200 s on one H200 GPU, four at a time): 6 epochs,
+warm-up 800 steps to the shipped run's peak learning rate (~1.6e-3, reached there at step 2000), then a linear
+cool-down to 0 over the second half. Which runs train where, the queue, and what ships: ``LAB.md`` beside this file.
 """
 
 from __future__ import annotations
