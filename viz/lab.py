@@ -201,8 +201,9 @@ def head_timeline_figure(values, roles: Sequence[Sequence[str]], steps: Sequence
         text=text, texttemplate="%{text}", textfont=dict(size=FONT_SIZE), customdata=names,
         hovertemplate="%{y}, %{x}: %{z:.3f}, %{customdata}<extra></extra>",
         colorbar=dict(title=dict(text=stat_label, side="right"), thickness=12, outlinewidth=0)))
-    fig.update_layout(**_layout(max(300, 30 * v.shape[0] + 110)))
-    fig.update_layout(hovermode="closest", margin=dict(l=8, r=8, t=36, b=8))
+    fig.update_layout(**_layout(max(320, 30 * v.shape[0] + 140)))
+    # the head labels sit on top, below the component's label badge (~40 px): a 36-px margin put H1 under it
+    fig.update_layout(hovermode="closest", margin=dict(l=8, r=8, t=72, b=8))
     fig.update_xaxes(side="top", showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False, type="category")
     return fig
