@@ -260,3 +260,34 @@ def test_the_sample_on_the_gpu_scores_as_on_the_cpu(spaces):
     print(f"\nthe ablation's sample: GPU {gpu_s:.1f} s ({line}), CPU {cpu_s:.1f} s")
     assert line.startswith("The sample ran on a lent GPU")
     assert round(before.bleu, 2) == round(cpu_before.bleu, 2) and round(after.bleu, 2) == round(cpu_after.bleu, 2)
+
+
+def test_what_a_space_reads_first_holds():
+    """``python -m bench.space``'s static checks (the whole smoke test needs root and minutes): the front matter's
+    Python and Gradio are the requirements', and every tracked file over 10 MB goes to Git LFS."""
+    from bench import space
+
+    meta = space.front_matter()
+    assert meta["python_version"] == "3.11" and meta["app_file"] == "app.py"
+    assert meta["sdk_version"] == space.pins(ROOT / "requirements.txt")["gradio"]
+    assert space.pins(ROOT / "tests" / "requirements.txt")["spaces"] == spaces_version()
+    repo = space.repository()
+    assert repo["big"] and all(how == "lfs" for _, how in repo["big"].values()), repo["big"]
+    assert 0 < repo["lfs_bytes"] < repo["bytes"]
+
+
+def spaces_version() -> str:
+    from importlib.metadata import version
+
+    return version("spaces")
+
+
+def test_the_bench_rows_say_what_was_measured_and_what_was_not():
+    from bench.zerogpu import rows
+
+    table = rows({"work": {"sentences": 200, "text_words": 20, "seconds": {"ablation_sample_both": 6.7,
+                                                                           "attention": 0.11}},
+                  "gpu": {"available": False}})
+    assert table[0][0].endswith("every head on and heads off (the first ablation) (200 sentences)")
+    assert table[0][1] == "6700 ms" and table[1][1] == "110 ms" and table[1][0].endswith("(20 words)")
+    assert table[2][1] == "no CUDA device on this machine"
