@@ -237,14 +237,34 @@ def main() -> int:
         say("FAILED", str(exc))
         return 1
     finally:
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, 15)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-        subprocess.run(["userdel", user], capture_output=True)
+        if proc is not None:
+            stop(proc.pid)
+        if subprocess.run(["id", user], capture_output=True).returncode == 0:
+            gone = subprocess.run(["userdel", user], capture_output=True, text=True)
+            if gone.returncode:
+                say("cleanup", f"userdel {user} failed: {gone.stderr.strip()}")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def stop(group: int, grace_s: float = 20.0) -> None:
+    """SIGTERM to the app's process group (the app and its model process), SIGKILL to what is left after
+    ``grace_s``; returns when the group is empty."""
+    for sig, wait in ((15, grace_s), (9, 5.0)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            return
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < wait:
+            try:
+                os.waitpid(group, os.WNOHANG)  # reap the leader (our child) so the group can empty
+            except ChildProcessError:
+                pass
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
 
 
 if __name__ == "__main__":

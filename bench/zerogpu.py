@@ -68,7 +68,7 @@ def work(quick: bool, log: Callable[[str], None]) -> dict:
             "decode_steps": _seconds(lambda: runs.steps(TEXT), n),
             "inside_head": _seconds(lambda: runs.inside_head(result, "cross", 1, 1, 0), n),
             "contributions": _seconds(lambda: runs.contributions(result, "cross"), n),
-            "domain": _seconds(lambda: runs.domain(TEXT), n),
+            "domain": _seconds(lambda: runs._domain(result), n),
         }}
         if live := runs.lab.live:
             out["seconds"]["lab_first"] = _seconds(lambda: runs.lab_attention(TEXT, live[0]), 1)
@@ -128,7 +128,7 @@ LABELS = {  # work's rows: what a visitor does
     "decode_steps": "Decoding: a sentence's steps",
     "inside_head": "Inside a head: one head and query (layer inputs included)",
     "contributions": "Attention: contributions of one kind",
-    "domain": "Attention: the \"far from the captions\" check",
+    "domain": "Attention: the \"far from the captions\" check of a sentence's run",
     "lab_first": "Lab: a sibling's first sentence (its weights loaded)",
     "lab_next": "Lab: a sibling's next sentence",
 }
