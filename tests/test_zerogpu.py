@@ -33,7 +33,9 @@ import model.serving.zerogpu as zerogpu
 from model.probes.ablation import ablate, head_mask, load_sample, parse_heads, sample_scores
 from model.serving.runs import Runs
 from model.serving.zerogpu import SAMPLE_GPU_S, LentGPU, on_zerogpu, refusal
+from viz.text import md_escape
 from viz.ui.zerogpu import lent_gpu
+from viz.views.head_analysis import ablation_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_LINE = r"; this ran on the CPU in \d+\.\d s\.$"
@@ -164,6 +166,7 @@ def test_runs_on_zerogpu_batch_as_anywhere_and_lend_only_the_sample(spaces, smal
         assert set(spaces.zero.decorator.decorated_cache) == {runs.lent.scores_on_device, runs.lent.on_device}
         result = runs.ablate(SENTENCE, HEADS)
         assert result.note.startswith("No GPU is here; this ran on the CPU")
+        assert ablation_markdown(result).endswith("\n\n" + md_escape(result.note))  # the tab's last line
         cpu = ablate(translator, SENTENCE, HEADS, small_sample)
         assert (result.before, result.after, result.translation_before) == (cpu.before, cpu.after,
                                                                             cpu.translation_before)
