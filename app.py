@@ -46,13 +46,9 @@ from viz.ui.tabs.lab import build_lab
 from viz.ui.tabs.model_card import build_model_card
 from viz.ui.tabs.scaling import build_scaling
 from viz.ui.wiring import Page, open_linked_tabs
+from viz.ui.zerogpu import lent_gpu
 from viz.views.model_card import header
 from viz.views.page import WEB, page_script
-
-try:  # ZeroGPU hardware on Hugging Face Spaces: GPU work must run inside spaces.GPU.
-    from spaces import GPU as ZEROGPU
-except ImportError:
-    ZEROGPU = None
 
 MODEL_DIR = Path(os.environ.get("ATTN_MODEL_DIR", ASSETS))
 SESSION_CAPACITY = 2000  # sessions Gradio keeps (least recently used go first): ~50 KB each, model/serving/README.md
@@ -62,8 +58,9 @@ CACHE_AGE_S = 3600  # Gradio deletes the files it holds for the app (exports, up
 def create_app(translator: Translator, serving: bool = False) -> gr.Blocks:
     """The app for one loaded model: every tab, listener and endpoint. Nothing is served yet (see ``launch``).
     ``serving``: the app will be served now, so the model process of the batched path (``model.serving.worker``) starts
-    loading at once, while Gradio starts (otherwise it starts with the first batch)."""
-    runs = Runs(translator, gpu=ZEROGPU)
+    loading at once, while Gradio starts (otherwise it starts with the first batch). On a ZeroGPU Space the head
+    ablation's sample is scored on a lent GPU (``lent_gpu``: ``model.serving.zerogpu``), all else as anywhere."""
+    runs = Runs(translator, gpu=lent_gpu())
     if serving and runs.batched is not None:
         runs.batched.start()
     with gr.Blocks(title="Attention Is All You Need — attention visualiser", analytics_enabled=False,
@@ -103,7 +100,7 @@ def launch(demo: gr.Blocks, **kwargs):
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
     The app takes no uploads: every upload is refused (``viz.ui.guards``; ``max_file_size`` too)."""
     batching = BatchSettings.from_env()
-    workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
+    workers = batching.max_batch_size if batching.enabled else 2
     fair_queue()  # no visitor holds more than a few places; unread answers are dropped (viz.ui.limits)
     demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
     quiet_queue(demo)  # no summary of every past event after each one; an idle queue waits (viz.ui.patches)
@@ -120,8 +117,9 @@ def launch(demo: gr.Blocks, **kwargs):
 
 def load_translator(folder: str | Path = MODEL_DIR) -> Translator:
     """The model as served. On a 2-core CPU one intra-op thread per request (and two requests at once, see
-    ``launch``) beats two requests fighting over two threads each: this sets torch's threads for the process."""
-    translator = Translator(folder)
+    ``launch``) beats two requests fighting over two threads each: this sets torch's threads for the process.
+    On a ZeroGPU Space ``spaces`` is imported first, before anything touches CUDA, and this model is the CPU's."""
+    translator = Translator(folder, "cpu" if lent_gpu() else None)
     if translator.device.type == "cpu":
         torch.set_num_threads(1)
     return translator

@@ -29,8 +29,9 @@ DEFAULT_JSON = ROOT / "bench" / "results" / "bench.json"
 DEFAULT_RESULTS = ROOT / "bench" / "RESULTS.md"
 # the part of RESULTS.md a run rewrites; everything outside these two lines is kept as written
 BEGIN, END = "<!-- python -m bench writes from here -->", "<!-- to here -->"
-# server also yields load, cold_start and payload_sent; gpu measures nothing without CUDA (bench/gpu.py)
-SECTIONS = ("server", "browser", "tabs", "payload", "model", "capacity", "limits", "lab", "gpu")
+# server also yields load, cold_start and payload_sent; gpu measures nothing without CUDA (bench/gpu.py), nor
+# zerogpu's GPU rows (bench/zerogpu.py)
+SECTIONS = ("server", "browser", "tabs", "payload", "model", "capacity", "limits", "lab", "gpu", "zerogpu")
 GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
          "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
 
@@ -64,7 +65,7 @@ def meta(threads: int) -> dict:
 
 
 def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> dict:
-    from bench import browser, capacity, gpu, lab, limits, model_speed, payload, server, tabs
+    from bench import browser, capacity, gpu, lab, limits, model_speed, payload, server, tabs, zerogpu
     from model.network.checkpoint import TOKENIZER_FILE
     from model.network.inference import ASSETS
     from model.network.tokenizer import Tokenizer
@@ -82,6 +83,7 @@ def run_all(quick: bool, threads: int, sections: tuple[str, ...] = SECTIONS) -> 
         "limits": lambda: {"limits": limits.run(quick, log)},
         "lab": lambda: {"lab": lab.run(quick, log)},
         "gpu": lambda: {"gpu": gpu.run(quick, log)},
+        "zerogpu": lambda: {"zerogpu": zerogpu.run(quick, log)},
     }
     for name in sections:
         log(f"[bench] {name} ...")
@@ -213,6 +215,10 @@ def table(r: dict) -> str:
         from bench.gpu import rows as gpu_rows
 
         rows += gpu_rows(r["gpu"])
+    if "zerogpu" in r:
+        from bench.zerogpu import rows as zerogpu_rows
+
+        rows += zerogpu_rows(r["zerogpu"])
     m = r["meta"]
     lines = [
         f"Device: {m['device']}, {m['dtype']}; CPU: {m['cpu']} ({m['cpu_count']} cores); torch {m['torch']}, "

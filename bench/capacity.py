@@ -78,11 +78,11 @@ def memory(quick: bool, log: Callable[[str], None]) -> dict:
             "growth_per_session_kb": 1024 * (rss[total] - rss[MEMORY_BASELINE]) / (total - MEMORY_BASELINE)}
 
 
-def burst(quick: bool, log: Callable[[str], None]) -> dict:
-    """Each burst in each of ``MODES``, each mode in its own app process."""
+def burst(quick: bool, log: Callable[[str], None], modes: dict[str, dict] = MODES) -> dict:
+    """Each burst in each of ``modes`` (name -> the app's environment), each mode in its own app process."""
     out: dict = {}
     offset = 0  # every request of the whole section is a sentence never sent before
-    for mode, env in MODES.items():
+    for mode, env in modes.items():
         with app_process(("app.py",), env=env) as app:
             client_burst(app.url, 2, 2, lambda c, r, o=offset: visualise_args(distinct_text(o + 2 * c + r)))  # warm
             lone = client_burst(app.url, 1, 5 if quick else 20,
@@ -100,7 +100,7 @@ def burst(quick: bool, log: Callable[[str], None]) -> dict:
                     f"p95 {run['p95_ms']:.0f} ms, {run['throughput_rps']:.1f} req/s, errors {run['errors']}, "
                     f"server {run['server_cores']:.2f} cores")
     for name, runs in out.items():
-        if name != "lone":
+        if name != "lone" and {"batched", "unbatched"} <= set(runs):
             runs["speedup"] = runs["batched"]["throughput_rps"] / max(runs["unbatched"]["throughput_rps"], 1e-9)
     return out
 

@@ -210,9 +210,17 @@ class AblationResult:
     attention: AttentionResult  # the sentence with the heads off (maps of ablated heads: where they would look)
     before: SampleScore
     after: SampleScore
+    note: str = ""  # where the sample ran, when that is worth a line (a lent GPU, or the CPU when it was refused)
 
     def to_json_dict(self, digits: int = 4) -> dict:
         r = self.attention
+        sample = {
+            "before": self.before.to_json_dict(),
+            "after": self.after.to_json_dict(),
+            "decoding": "greedy",
+            "bleu_signature": self.before.bleu_signature,
+            "chrf_signature": self.before.chrf_signature,
+        }
         return {
             "heads_off": self.heads_off,
             "translation": r.translation,
@@ -221,14 +229,21 @@ class AblationResult:
             "target_tokens": r.target_tokens,
             "shapes": {k: list(r.maps(k).shape) for k in KINDS},
             **{k: np.round(r.maps(k).astype(np.float64), digits).tolist() for k in KINDS},
-            "sample": {
-                "before": self.before.to_json_dict(),
-                "after": self.after.to_json_dict(),
-                "decoding": "greedy",
-                "bleu_signature": self.before.bleu_signature,
-                "chrf_signature": self.before.chrf_signature,
-            },
+            "sample": {**sample, "note": self.note} if self.note else sample,
         }
+
+
+def sample_scores(translator: Translator, sample: Sample, mask: np.ndarray | None,
+                  progress: Progress | None = None) -> tuple[SampleScore, SampleScore, str]:
+    """The sample's score with every head on (computed once per model and sample) and with ``mask``'s heads off; no
+    note (``Scores``)."""
+    before = baseline_score(translator, sample, _part(progress, 0.0, 0.5 if mask is not None else 1.0, "every head"))
+    after = before if mask is None else score_sample(translator, sample, mask, _part(progress, 0.5, 1.0, "heads off"))
+    return before, after, ""
+
+
+# (mask, progress) -> (every head on, heads off, a line saying where they ran or ""): who scores the sample
+Scores = Callable[[np.ndarray | None, Progress | None], tuple[SampleScore, SampleScore, str]]
 
 
 def ablate(
@@ -237,19 +252,23 @@ def ablate(
     heads_off,
     sample: Sample | None = None,
     progress: Progress | None = None,
+    scores: Scores | None = None,
 ) -> AblationResult:
     """``text`` translated (greedy) and its maps with ``heads_off`` switched off for this call, and the sample's
     BLEU/chrF with every head on (cached) and with those heads off. ``progress(fraction, message)`` is called
-    as the sample is decoded (``gr.Progress`` fits). Bad head names or text raise ValueError."""
+    as the sample is decoded (``gr.Progress`` fits). Bad head names or text raise ValueError. ``scores``: who scores
+    the sample (default ``sample_scores`` on ``translator``; on ZeroGPU, ``model.serving.zerogpu.LentGPU.scores``)."""
     cfg = translator.cfg
     heads = parse_heads(heads_off, cfg.n_layers, cfg.n_heads)
     mask = head_mask(heads, cfg.n_layers, cfg.n_heads)
-    sample = sample or load_sample()
     result = translator.attention(text, head_mask=mask)
     before_text = result.translation if mask is None else translator.translate(text, beam=1)
-    before = baseline_score(translator, sample, _part(progress, 0.0, 0.5 if mask is not None else 1.0, "every head"))
-    after = before if mask is None else score_sample(translator, sample, mask, _part(progress, 0.5, 1.0, "heads off"))
-    return AblationResult([head_name(*h) for h in heads], before_text, result, before, after)
+    if scores is None:
+        sample = sample or load_sample()
+        before, after, note = sample_scores(translator, sample, mask, progress)
+    else:
+        before, after, note = scores(mask, progress)
+    return AblationResult([head_name(*h) for h in heads], before_text, result, before, after, note)
 
 
 def _part(progress: Progress | None, lo: float, hi: float, label: str) -> Progress | None:

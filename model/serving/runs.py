@@ -1,7 +1,8 @@
 """The model runs the presenters ask for, over the one shared model (its forward passes keep no state on it).
 
-``gpu`` wraps every run (the app passes ``spaces.GPU`` on ZeroGPU hardware, where the GPU exists only
-inside such a call); then the footnote-4 demo computes on the CPU, elsewhere where the model runs.
+``gpu``: ZeroGPU's ``spaces.GPU`` on a ZeroGPU Space, where a GPU exists only inside a call of a function it
+decorates: then the head ablation's sample is scored in such a call (``model.serving.zerogpu.LentGPU``: only that work
+is batch-sized), on the CPU where ZeroGPU refuses it; every other run is the same as anywhere.
 
 Memory: every result (attention maps, translations, decoding steps) lives in ONE cache bounded in bytes,
 ``self.cache`` (``model.serving.cache.ByteLRU``: ``ATTN_CACHE_MB`` megabytes, default 256), shared by all sessions.
@@ -10,7 +11,7 @@ app's listener hands the presenters ``SessionResult.get()``, which finds the map
 them again if they were evicted (the model is deterministic). Cached values are shared: read-only.
 
 Throughput: calls that arrive together are decoded as one padded batch (``model.serving.batching``;
-``ATTN_BATCH=0`` turns it off). Not under ``gpu`` (ZeroGPU lends the GPU to one call's own thread).
+``ATTN_BATCH=0`` turns it off), on a ZeroGPU Space too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from model.network.inference import AttentionResult, Translator, clean_text
-from model.probes.ablation import AblationResult, ablate, head_name, parse_heads
+from model.probes.ablation import AblationResult, Sample, ablate, head_name, parse_heads
 from model.probes.analysis import HeadStats, sample_head_stats
 from model.probes.domain import Calibration, DomainCheck
 from model.probes.domain import check as domain_check
@@ -35,6 +36,7 @@ from model.serving.batches import attention_rows
 from model.serving.batching import BatchedTranslator, BatchSettings
 from model.serving.cache import ByteLRU, budget_from_env
 from model.serving.lab import SHIPPED, Lab
+from model.serving.zerogpu import LentGPU
 
 
 class AttentionKey(NamedTuple):
@@ -85,27 +87,21 @@ def read_only(value: Any) -> Any:
 class Runs:
     """The model-run service: every model run the presenters ask for, over the one shared model, cached in one
     byte-bounded cache (see the module docstring). The public methods cache; the private ones below them run the
-    model (``MODEL_RUNS``: with ``gpu``, each is wrapped in it once, here)."""
-
-    MODEL_RUNS = ("_attention", "_attention_rows", "_translate", "_steps", "_probs", "_inside", "_contributions",
-                  "_layer_inputs", "_ablate", "_sample_stats", "_lab_attention", "_matrices", "_footnote4_pick",
-                  "_domain")
+    model. ``sample``: the ablation's sample (default the shipped one)."""
 
     def __init__(self, translator: Translator, gpu: Callable | None = None, cache: ByteLRU | None = None,
-                 batching: BatchSettings | None = None, lab: Lab | None = None):
+                 batching: BatchSettings | None = None, lab: Lab | None = None, sample: Sample | None = None):
         self.translator, self.cfg = translator, translator.cfg
         self.lab = Lab(device=translator.device) if lab is None else lab  # siblings load on first use
         self.cache = ByteLRU(budget_from_env()) if cache is None else cache
         batching = BatchSettings.from_env() if batching is None else batching
         self.batched = (BatchedTranslator(translator, batching.max_batch_size, batching.max_wait_s, batching.process)
-                        if batching.enabled and gpu is None else None)
+                        if batching.enabled else None)
         self._model = self.batched or translator  # the same attention() and translate()
-        self.toy_device = "cpu" if gpu else translator.device
-        self.lent_gpu = gpu is not None  # ZeroGPU: the model runs only inside a request (a call of ``gpu``)
+        self.toy_device = translator.device
+        self.sample = sample
+        self.lent = None if gpu is None else LentGPU(translator, gpu, sample)  # ZeroGPU: the sample's work
         self.calibration = Calibration.load(translator.folder)  # the "far from the captions" rule, if calibrated
-        if gpu is not None:
-            for name in self.MODEL_RUNS:
-                setattr(self, name, gpu(getattr(self, name)))
 
     def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``'s value, computed once per ``key`` while it stays in the shared byte-bounded cache
@@ -249,7 +245,7 @@ class Runs:
         return self.cached(("ablate", text, names),
                            lambda: self._ablate(text, list(names), progress))
 
-    # ---------------------------------------- the model runs (each under ``gpu``, if given)
+    # ---------------------------------------- the model runs
     def _attention(self, text: str, target: str | None, scale: float | None) -> AttentionResult:
         return self._model.attention(text, target=target or None, scale=scale)
 
@@ -296,7 +292,9 @@ class Runs:
         return layer_inputs(self.translator, sentence, kind)
 
     def _ablate(self, text: str, names: list[str], progress) -> AblationResult:
-        return ablate(self.translator, text, names, progress=progress)
+        """The sentence here; the sample here too, or on a lent GPU (``LentGPU.scores``, on the CPU if refused)."""
+        scores = None if self.lent is None else self.lent.scores
+        return ablate(self.translator, text, names, self.sample, progress=progress, scores=scores)
 
     def _sample_stats(self) -> HeadStats:
         return sample_head_stats(self.translator)

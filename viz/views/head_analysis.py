@@ -200,6 +200,7 @@ def ablation_markdown(result: AblationResult) -> str:
         "",
         f"The translation is {changed}. Cased sacreBLEU, greedy decoding; BLEU {_code(b.bleu_signature)}, "
         f"chrF {_code(b.chrf_signature)}.",
+        *([f"\n{md_escape(result.note)}"] if result.note else []),  # where the sample ran (a ZeroGPU Space)
     ])
 
 

@@ -42,10 +42,7 @@ def show(runs: Runs, warn: Warn, view: share.View, notes: list[str], *focus) -> 
 def first_choice(runs: Runs) -> tuple[int, int] | None:
     """The layer and head a visit without a link opens (``open_link`` on no query: the default sentence's sharpest
     head), by the app's own copy of the model, once as the app is built: the Attention tab's first values, so that the
-    page's first run changes neither (a change would draw the close-up a second time). None with a lent GPU, which
-    runs the model only inside a request."""
-    if runs.lent_gpu:
-        return None
+    page's first run changes neither (a change would draw the close-up a second time)."""
     view, _ = share.parse({}, runs.cfg, (), attention.DEFAULT_SOURCE)
     return share.complete(view, runs.translator.attention(view.text, view.target or None).maps(view.kind))
 
