@@ -304,6 +304,11 @@ def _axis(layout: Mapping, trace: Mapping, letter: str) -> Mapping:
     return layout.get(f"{letter}axis{ref[1:]}") or {}
 
 
+def _axis_title(layout: Mapping, trace: Mapping, letter: str) -> str:
+    title = _axis(layout, trace, letter).get("title")
+    return plain(title.get("text") if isinstance(title, Mapping) else title)
+
+
 def _labels(trace: Mapping, layout: Mapping, letter: str, n: int) -> list[str]:
     """The n positions of a heatmap axis as its tick labels say them (else the trace's coordinates, else 1..n)."""
     coords = array(trace.get(letter))
@@ -330,15 +335,16 @@ def _heatmap(i: int, trace: Mapping, layout: Mapping, title: str) -> tuple[str, 
     return said, Table(f"{name}: the value of each cell", "row \\ column", cols, rows, values)
 
 
-def _series(trace: Mapping) -> tuple[list, np.ndarray] | None:
-    """A line or bar trace's (x, y); horizontal bars turned the other way."""
-    x, y = array(trace.get("x")), _numbers(trace.get("y"))
-    if trace.get("type") == "bar" and trace.get("orientation") == "h":
-        x, y = array(trace.get("y")), _numbers(trace.get("x"))
+def _series(trace: Mapping, layout: Mapping) -> tuple[list, np.ndarray] | None:
+    """A line or bar trace's (x, y), x as its axis's tick labels say it; horizontal bars turned the other way."""
+    across, along = ("y", "x") if trace.get("type") == "bar" and trace.get("orientation") == "h" else ("x", "y")
+    x, y = array(trace.get(across)), _numbers(trace.get(along))
     if y is None or y.ndim != 1 or not y.size:
         return None
     xs = list(x.tolist()) if x is not None else list(range(len(y)))
-    return [plain(v) if isinstance(v, str) else v for v in xs], y
+    axis = _axis(layout, trace, across)
+    ticks = dict(zip(axis.get("tickvals") or [], axis.get("ticktext") or []))
+    return [plain(ticks.get(v, v)) if isinstance(ticks.get(v, v), str) else v for v in xs], y
 
 
 def _said(name: str, xs: list, y: np.ndarray, bars: bool) -> str:
@@ -371,9 +377,9 @@ def generic(figure: Mapping, fallback: str = "Figure") -> Description | None:
                 said.append(found[0])
                 table = table or found[1]
         elif kind in ("scatter", "scattergl", "bar"):
-            found = _series(trace)
+            found = _series(trace, layout)
             if found and any(v is not None for v in found[0]):
-                name = plain(trace.get("name")) or f"series {len(series) + 1}"
+                name = plain(trace.get("name")) or _axis_title(layout, trace, "y") or f"series {len(series) + 1}"
                 said.append(_said(name, *found, kind == "bar"))
                 series.append((name, *found))
     if not said:
@@ -389,7 +395,6 @@ def _series_table(title: str, series: list, layout: Mapping) -> Table:
     column = {name: dict(zip(xs_, ys.tolist())) for name, xs_, ys in series}
     values = [[None if (v := column[name].get(x)) is None or v != v else float(f"{v:.4g}") for name, _, _ in series]
               for x in xs]
-    x_title = plain((layout.get("xaxis") or {}).get("title", {}).get("text")
-                    if isinstance((layout.get("xaxis") or {}).get("title"), Mapping) else "") or "x"
+    x_title = _axis_title(layout, {}, "x") or "x"
     return Table(f"{title}: the values drawn", x_title, [name for name, _, _ in series], [plain(x) for x in xs],
                  values)

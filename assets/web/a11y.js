@@ -12,8 +12,8 @@
    - a figure with a grid (the overview, the close-up, Head analysis's grid) is one Tab stop, a layer over it: the arrow
      keys (Home/End: the row's ends) move a cursor over its cells, each announced, and Enter (or Space) does what a
      click on that cell does (sends the cell's message, as overview.js, inside.js and heads.js send a click's).
-   Radio groups become one Tab stop each, moved with the arrow keys (one name for their inputs). Each tab with a figure
-   starts with a skip link to its main figure. */
+   Radio groups become one Tab stop each, moved with the arrow keys (one name for their inputs); so does the row of
+   tabs (the tab shown is its stop). Each tab with a figure starts with a skip link to its main figure. */
 (page, {send, onChange}) => {
   const live = document.createElement('div');
   live.className = 'attn-sr';
@@ -140,7 +140,7 @@
     const layer = el('div', {className: 'attn-grid', tabIndex: 0});
     layer.setAttribute('role', 'application');
     layer.appendChild(el('div', {className: 'attn-cursor'}));
-    block.appendChild(layer);
+    block.insertBefore(layer, block.attnParts ? block.attnParts.panel : null);  // its Tab stop before "As a table"
     block.attnLayer = layer;
     layer.addEventListener('focus', () => place(block));
     layer.addEventListener('keydown', (ev) => move(block, ev));
@@ -150,6 +150,8 @@
     const layer = block.attnLayer, gd = block.attnParts && block.attnParts.gd, d = gd && describedBy(gd);
     const cursor = layer && layer.firstChild;
     if (!cursor || !d || !d.grid || !gd._fullLayout) return null;
+    Object.assign(layer.style, {left: `${gd.offsetLeft}px`, top: `${gd.offsetTop}px`, width: `${gd.offsetWidth}px`,
+                                height: `${gd.offsetHeight}px`});  // over the figure: its focus ring goes round it
     const rows = cellsOf(d), at = grids.get(block.id) || {r: 0, c: 0};
     at.r = Math.min(at.r, rows.length - 1);
     const [b, r] = rows[at.r];
@@ -222,7 +224,7 @@
       for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, () => hideToolbar(gd));
     }
     fillTable(parts);
-    if (d.grid && document.activeElement === block.attnLayer) place(block);
+    if (d.grid) place(block);
     announce(gd, d);
   };
   document.addEventListener('attn-drawn', (ev) => {
@@ -263,10 +265,34 @@
       panel.prepend(link);
     }
   };
+  // The tabs: one Tab stop (the tab shown), the arrow keys (Home, End) move between them, Enter or Space opens one
+  // (a tab's opening may run the model: never on a mere move); Tab then goes into the tab shown.
+  const tablists = () => {
+    document.querySelectorAll('[role=tablist]').forEach((list) => {
+      list.querySelectorAll('[role=tab]').forEach((tab) => {
+        const stop = tab.getAttribute('aria-selected') === 'true' ? 0 : -1;
+        if (tab.tabIndex !== stop && !(stop === -1 && tab === document.activeElement)) tab.tabIndex = stop;
+      });
+    });
+  };
+  document.addEventListener('keydown', (ev) => {
+    const tab = ev.target && ev.target.closest && ev.target.closest('[role=tablist] [role=tab]');
+    if (!tab || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const all = [...tab.closest('[role=tablist]').querySelectorAll('[role=tab]')].filter((t) => t.offsetParent);
+    const i = all.indexOf(tab);
+    const to = {ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: all.length - 1}[ev.key];
+    if (to === undefined) return;
+    ev.preventDefault();
+    const next = all[(to + all.length) % all.length];
+    tab.tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
+
   let queued = false;
   onChange(() => {  // at most once a frame, however many changes the page makes
     if (queued) return;
     queued = true;
-    window.requestAnimationFrame(() => { queued = false; radios(); skips(); });
+    window.requestAnimationFrame(() => { queued = false; radios(); skips(); tablists(); });
   });
 }
