@@ -263,7 +263,7 @@ def stats_grid(stat_label: str, values: Mapping[str, np.ndarray], roles: Mapping
 # ------------------------------------------------------------------------------------------- any other figure
 def plain(text) -> str:
     """Figure text (plotly markup: <br>, <b>, <sub>, entities) as plain text on one line."""
-    text = re.sub(r"<br\s*/?>", " · ", str(text or ""))
+    text = re.sub(r"<br\s*/?>", " · ", "" if text is None else str(text))
     text = re.sub(r"<sub>(.*?)</sub>", r"_\1", text)
     text = re.sub(r"<sup>(.*?)</sup>", r"^\1", text)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", text))).strip()
@@ -396,5 +396,5 @@ def _series_table(title: str, series: list, layout: Mapping) -> Table:
     values = [[None if (v := column[name].get(x)) is None or v != v else float(f"{v:.4g}") for name, _, _ in series]
               for x in xs]
     x_title = _axis_title(layout, {}, "x") or "x"
-    return Table(f"{title}: the values drawn", x_title, [name for name, _, _ in series], [plain(x) for x in xs],
+    return Table(f"{title}: the values drawn", x_title, [name for name, _, _ in series], [str(x) for x in xs],
                  values)
