@@ -232,6 +232,28 @@
     if (gd && gd.classList && gd.classList.contains('js-plotly-plot')) speak(gd);
   });
 
+  // Figures 1 and 2 (SVG drawn by the server, viz/architecture.py): named by their own label; their table is every
+  // block's name and parameter count as the figure holds them (its title and data-params)
+  const drawings = () => {
+    document.querySelectorAll('.block:has(> * svg.tf-figure), .block:has(> svg.tf-figure)').forEach((block) => {
+      const svg = block.querySelector('svg.tf-figure');
+      if (!svg || block.attnSvg === svg) return;
+      block.attnSvg = svg;
+      const blocks = [...svg.querySelectorAll('g.tf-block[data-params]')];
+      const rows = blocks.map((g) => (g.querySelector('title') || {}).textContent || '');
+      const name = svg.getAttribute('aria-label') || '';
+      const d = {name, summary: `${blocks.length} blocks with their parameter counts; As a table lists them.`,
+                 table: {caption: `${name}: the blocks drawn and their parameters`, corner: 'block',
+                         columns: ['parameters'], rows, values: blocks.map((g) => [Number(g.dataset.params)])}};
+      const parts = partsOf(block);
+      parts.gd = {layout: {meta: {describe: d}}, _context: {toImageButtonOptions: {filename: block.id || 'figure'}}};
+      parts.summary.textContent = d.summary;
+      svg.setAttribute('aria-describedby', parts.summary.id);
+      if (svg.getAttribute('role') === 'img') svg.setAttribute('tabindex', '-1');
+      fillTable(parts);
+    });
+  };
+
   // --------------------------------------------------------------------- radio groups, skip links (new elements)
   const radios = () => {
     document.querySelectorAll('.block:has(input[type=radio])').forEach((group) => {
@@ -245,7 +267,7 @@
       const block = document.getElementById(id);
       if (!block || block.offsetParent === null) continue;
       if (block.attnLayer) return block.attnLayer;
-      return block.querySelector('svg[role=img], [role=img]') || block;
+      return block.querySelector('svg[role=img], svg.tf-figure') || block;
     }
     return null;
   };
@@ -293,6 +315,6 @@
   onChange(() => {  // at most once a frame, however many changes the page makes
     if (queued) return;
     queued = true;
-    window.requestAnimationFrame(() => { queued = false; radios(); skips(); tablists(); });
+    window.requestAnimationFrame(() => { queued = false; radios(); skips(); tablists(); drawings(); });
   });
 }
