@@ -293,10 +293,13 @@ def _numbers(value) -> np.ndarray | None:
 
 
 def _title(layout: Mapping, fallback: str) -> str:
+    """The figure's title, else its export title, else ``fallback`` and its panels' titles (annotations on paper)."""
     title = layout.get("title")
     text = plain(title.get("text") if isinstance(title, Mapping) else title)
     export = (layout.get("meta") or {}).get("export") if isinstance(layout.get("meta"), Mapping) else None
-    return text or plain((export or {}).get("title")) or fallback
+    panels = _panels(layout)
+    return text or plain((export or {}).get("title")) or (f"{fallback}: {'; '.join(panels[:4])}" if panels
+                                                          else fallback)
 
 
 def _axis(layout: Mapping, trace: Mapping, letter: str) -> Mapping:
@@ -347,6 +350,25 @@ def _series(trace: Mapping, layout: Mapping) -> tuple[list, np.ndarray] | None:
     return [plain(ticks.get(v, v)) if isinstance(ticks.get(v, v), str) else v for v in xs], y
 
 
+def _panels(layout: Mapping) -> list[str]:
+    """The panels' titles: make_subplots writes them as annotations on the paper, in the order of the subplots."""
+    return [plain(a.get("text")) for a in layout.get("annotations") or []
+            if isinstance(a, Mapping) and a.get("xref") == "paper" and a.get("yref") == "paper" and a.get("text")]
+
+
+def _in_panel(name: str, trace: Mapping, traces: Sequence[Mapping], layout: Mapping) -> str:
+    """A line's name where several panels (y axes) share the figure: its panel's title (or its axis's) first, and a
+    line style other than solid after it (a panel may draw two quantities of one run, solid and dotted)."""
+    axes = sorted({str(t.get("yaxis") or "y") for t in traces}, key=lambda a: int(a[1:] or 1))
+    dash = (trace.get("line") or {}).get("dash")
+    name = f"{name} ({dash})" if dash and dash != "solid" else name
+    if len(axes) < 2:
+        return name
+    panels, axis = _panels(layout), str(trace.get("yaxis") or "y")
+    panel = panels[axes.index(axis)] if len(panels) == len(axes) else _axis_title(layout, trace, "y")
+    return f"{panel}: {name}" if panel and panel != name else name
+
+
 def _said(name: str, xs: list, y: np.ndarray, bars: bool) -> str:
     finite = np.isfinite(y)
     if not finite.any():
@@ -380,6 +402,7 @@ def generic(figure: Mapping, fallback: str = "Figure") -> Description | None:
             found = _series(trace, layout)
             if found and any(v is not None for v in found[0]):
                 name = plain(trace.get("name")) or _axis_title(layout, trace, "y") or f"series {len(series) + 1}"
+                name = _in_panel(name, trace, traces, layout)
                 said.append(_said(name, *found, kind == "bar"))
                 series.append((name, *found))
     if not said:

@@ -26,16 +26,16 @@
   };
 
   // The visitor's own action arms one announcement: the figures drawn within a moment of the first draw after it.
-  let armed = 0, batch = [], timer = null;
+  let armed = 0, batch = new Map(), timer = null;  // a figure's block -> what it says (a newer draw replaces it)
   const arm = (ev) => { if (ev.isTrusted !== false && !(ev.key === 'Tab' || ev.key === 'Shift')) armed = Date.now(); };
   for (const type of ['keydown', 'click']) document.addEventListener(type, arm, true);
   const announce = (gd, d) => {
     if (!armed || Date.now() - armed > 20000 || gd.offsetParent === null) return;
-    batch.push(`${d.name}. ${d.summary}`);
+    batch.set(gd.closest('.block') || gd, `${d.name}. ${d.summary}`);
     if (timer) return;
     timer = window.setTimeout(() => {
-      say(batch.slice(0, 2).join(' '));
-      armed = 0; batch = []; timer = null;
+      say([...batch.values()].slice(0, 2).join(' '));
+      armed = 0; batch = new Map(); timer = null;
     }, 400);
   };
 
@@ -212,7 +212,7 @@
       svgs.forEach((svg) => svg.setAttribute('aria-hidden', 'true'));
     } else {
       svgs.slice(1).forEach((svg) => svg.setAttribute('aria-hidden', 'true'));
-      if (named) { named.setAttribute('role', 'img'); named.setAttribute('tabindex', '-1'); }
+      if (named) named.setAttribute('role', 'img');
     }
     if (named) {
       named.setAttribute('aria-label', d.name);
@@ -249,7 +249,6 @@
       parts.gd = {layout: {meta: {describe: d}}, _context: {toImageButtonOptions: {filename: block.id || 'figure'}}};
       parts.summary.textContent = d.summary;
       svg.setAttribute('aria-describedby', parts.summary.id);
-      if (svg.getAttribute('role') === 'img') svg.setAttribute('tabindex', '-1');
       fillTable(parts);
     });
   };
@@ -266,8 +265,9 @@
     for (const id of ids) {
       const block = document.getElementById(id);
       if (!block || block.offsetParent === null) continue;
-      if (block.attnLayer) return block.attnLayer;
-      return block.querySelector('svg[role=img], svg.tf-figure') || block;
+      // the layer of a figure walked by keys, Figures 1 and 2 themselves; else its block (Chromium focuses no
+      // plotly svg), where the reading goes on with the figure
+      return block.attnLayer || block.querySelector('svg.tf-figure') || block;
     }
     return null;
   };
@@ -281,8 +281,13 @@
         const target = skipTarget(ids);
         if (!target) return;
         ev.preventDefault();
-        if (!target.hasAttribute('tabindex')) target.tabIndex = -1;
+        if (!target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');  // (an svg's tabIndex = -1 sets none)
         target.focus();
+        const block = target.closest('.block');
+        if (document.activeElement !== target && block) {  // (an svg Chromium will not focus: its block)
+          block.setAttribute('tabindex', '-1');
+          block.focus();
+        }
       });
       panel.prepend(link);
     }

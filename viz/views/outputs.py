@@ -38,7 +38,8 @@ def finish_figure(fig, filename: str, description: describe.Description | None =
         margin = data["layout"].setdefault("margin", {})
         margin["t"] = max(margin.get("t", 0), 30)
     data["config"] = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
-    return Figure(describe.attach(data, description or describe.generic(data, filename.replace("_", " "))))
+    name = filename.replace("_", " ")  # a figure with no title of its own is named by its file
+    return Figure(describe.attach(data, description or describe.generic(data, name[:1].upper() + name[1:])))
 
 
 
