@@ -161,3 +161,17 @@ def test_figure_text_is_plain_text():
 @pytest.fixture(scope="module")
 def translator_cfg(tiny_model_dir):
     return Translator(tiny_model_dir, device="cpu").cfg
+
+
+def test_the_alignment_view_says_how_many_lines_and_each_heads_strongest_pairs(result):
+    from viz.views.attention.alignment import alignment_plot
+
+    w = result.maps("cross")[0]  # (H, Q, K)
+    q, k = (describe.tokens(t) for t in result.tokens("cross"))
+    said = describe.of(alignment_plot(result, "cross", 1, 0))
+    assert said["summary"].startswith(f"{int((w >= 0.05).sum())} lines (weights of 0.05 or more). Strongest per "
+                                      f"head: head 1: {', '.join(by_hand_pairs(w[0], q, k, 2))}; head 2:")
+    assert said["table"]["rows"][len(q)] == f"head 2: {q[0]}"
+    assert said["table"]["values"][len(q)] == [round(float(v), 3) for v in w[1, 0]]
+    one = describe.of(alignment_plot(result, "cross", 1, 2))
+    assert one["name"] == f"Alignment view: {KIND_LABELS['cross']}, layer 1, head 2, {len(q)} queries × {len(k)} keys"

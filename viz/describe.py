@@ -147,6 +147,25 @@ def attention_map(name: str, weights, query_tokens: Sequence[str], key_tokens: S
     return Description(f"{name}, {n_q} queries × {n_k} keys", summary, table, grid)
 
 
+def alignment(name: str, weights, heads: Sequence[int], query_tokens: Sequence[str], key_tokens: Sequence[str],
+              *, threshold: float = 0.05) -> Description:
+    """The alignment view of one layer: a line from each query to each key, as strong as its weight, for ``heads``
+    (``weights`` (len(heads), Q, K)). Per head its strongest pairs; its table: each head's weights, a row per query."""
+    w = np.asarray(weights, dtype=np.float64)  # (H', Q, K)
+    q, k = tokens(query_tokens), tokens(key_tokens)
+    drawn = int((w >= threshold).sum())
+    if len(heads) == 1:
+        said = attention_map(name, w[0], query_tokens, key_tokens)
+        return Description(said.name, f"{drawn} lines (weights of {threshold} or more). {said.summary}", said.table)
+    per_head = "; ".join(f"head {h}: {', '.join(strongest_pairs(m, q, k, 2))}" for h, m in zip(heads, w))
+    rows = [f"head {h}: {t}" for h in heads for t in q]
+    values = [row for m in w for row in _round(m)]
+    table = Table(f"{name}: each head's weight of each query (row) on each key (column)", "head: query \\ key", k,
+                  rows, values)
+    return Description(f"{name}, {len(q)} queries × {len(k)} keys, {len(heads)} heads",
+                       f"{drawn} lines (weights of {threshold} or more). Strongest per head: {per_head}.", table)
+
+
 # ------------------------------------------------------------------------------------- every layer × head
 @dataclass
 class HeadSummary:

@@ -26,16 +26,18 @@
   };
 
   // The visitor's own action arms one announcement: the figures drawn within a moment of the first draw after it.
-  let armed = 0, batch = new Map(), timer = null;  // a figure's block -> what it says (a newer draw replaces it)
+  // armed: the time of the visitor's last action; heard: that of the action whose figures were announced last
+  let armed = 0, heard = 0, batch = new Map(), timer = null;  // batch: a figure's block -> what it says (newest)
   const arm = (ev) => { if (ev.isTrusted !== false && !(ev.key === 'Tab' || ev.key === 'Shift')) armed = Date.now(); };
   for (const type of ['keydown', 'click']) document.addEventListener(type, arm, true);
   const announce = (gd, d) => {
-    if (!armed || Date.now() - armed > 20000 || gd.offsetParent === null) return;
+    if (armed <= heard || Date.now() - armed > 20000 || gd.offsetParent === null) return;
     batch.set(gd.closest('.block') || gd, `${d.name}. ${d.summary}`);
     if (timer) return;
+    const action = armed;
     timer = window.setTimeout(() => {
       say([...batch.values()].slice(0, 2).join(' '));
-      armed = 0; batch = new Map(); timer = null;
+      heard = action; batch = new Map(); timer = null;
     }, 400);
   };
 
