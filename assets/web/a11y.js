@@ -304,6 +304,10 @@
       });
     });
   };
+  // (a tab opened changes an attribute, which the page's observer of new elements does not see)
+  document.addEventListener('click', (ev) => {
+    if (ev.target && ev.target.closest && ev.target.closest('[role=tablist]')) window.requestAnimationFrame(tablists);
+  });
   document.addEventListener('keydown', (ev) => {
     const tab = ev.target && ev.target.closest && ev.target.closest('[role=tablist] [role=tab]');
     if (!tab || ev.altKey || ev.ctrlKey || ev.metaKey) return;
