@@ -16,7 +16,6 @@ from helpers.scripts import TITLE, VALUE
 from playwright.sync_api import Page, expect
 
 from viz import describe
-from viz.views.page import PAGE
 from viz.vocab import KIND_LABELS
 
 WIDTH, HEIGHT = 1280, 720
@@ -174,30 +173,57 @@ def test_the_keyboard_alone_types_runs_picks_heads_and_opens_inside_a_head(kept:
     wait_idle(page)
 
 
-def test_every_figure_on_every_tab_says_what_its_server_sent(kept: KeptPages, server: str):
+def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_few_tab_presses_away(
+        kept: KeptPages, server: str):
     """Each tab's figures: named and described by what the server computed beside them, toolbar buttons out of the
-    Tab order, the main figure's table (and the Lab curves' too) exactly its values. Prints what Chromium's
-    accessibility tree gives for the overview, the close-up and the Lab curves."""
+    Tab order, the main figure's table exactly its values. From each tab's own first control (its skip link, the first
+    Tab stop after the tab) at most 5 Tab presses reach its main figure (Enter on the skip link goes there); Head
+    analysis's grid opens a head with the keys. Prints the Tab-only counts and what Chromium's accessibility tree gives
+    for the Attention tab's figures and the Lab curves."""
     page = opened(kept, server)
+    counts = {}
     for tab, main in TABS:
         select_tab(page, tab)
         page.locator(f"#{main}").wait_for(state="visible")
         if main == "figure1":
             expect(speaker(page, main)).to_have_accessible_name(
                 page.locator("#figure1 svg.tf-figure").get_attribute("aria-label"))
-            continue
-        wait_described(page, main)
-        wait_idle(page)
-        ids = page.evaluate("() => [...document.querySelectorAll('.block:has(> .js-plotly-plot)')]"
-                            ".filter(b => b.offsetParent !== null && b.id).map(b => b.id)")
-        for plot_id in ids:
-            sent = wait_described(page, plot_id)
-            assert_speaks(page, plot_id, sent["name"], sent["summary"])
-            assert page.evaluate(f"() => [...document.querySelectorAll('#{plot_id} .modebar-btn')]"
-                                 ".every(b => b.tabIndex === -1)")
-        assert_table_is_the_figures(page, main, wait_described(page, main)["table"])
+        else:
+            wait_described(page, main)
+            wait_idle(page)
+            ids = page.evaluate("() => [...document.querySelectorAll('.block:has(> .js-plotly-plot)')]"
+                                ".filter(b => b.offsetParent !== null && b.id).map(b => b.id)")
+            for plot_id in ids:
+                sent = wait_described(page, plot_id)
+                assert_speaks(page, plot_id, sent["name"], sent["summary"])
+                assert page.evaluate(f"() => [...document.querySelectorAll('#{plot_id} .modebar-btn')]"
+                                     ".every(b => b.tabIndex === -1)")
+            assert_table_is_the_figures(page, main, wait_described(page, main)["table"])
         if tab in ("Attention", "Lab"):  # what a screen reader gets (Chromium's accessibility tree), for the notes
             print(tab, json.dumps(accessibility_tree(page, main if tab == "Lab" else "plots-row"), ensure_ascii=False))
+        page.get_by_role("tab", name=tab).focus()
+        presses = 0
+        while not page.evaluate("() => document.activeElement.classList.contains('attn-skip')"):
+            page.keyboard.press("Tab")
+            presses += 1
+            assert presses <= 5, tab
+        page.keyboard.press("Enter")
+        assert page.evaluate(f"() => !!document.activeElement.closest('#{main}')"), tab
+        if tab == "Head analysis":  # its grid: a cell opens its head on the Attention tab, as a click does
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("Enter")
+            wait_tab(page, "Attention")
+            page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 1 · head 2')")
+            select_tab(page, tab)
+        page.get_by_role("tab", name=tab).focus()  # Tab only: to the figure's first stop (its grid, "As a table")
+        page.keyboard.press("Tab")
+        alone = 0
+        while not page.evaluate(f"() => !!document.activeElement.closest('#{main}')") and alone < 80:
+            page.keyboard.press("Tab")
+            alone += 1
+        counts[tab] = {"with the skip link": presses, "Tab only": alone}
+    print(json.dumps(counts, ensure_ascii=False))
+    assert all(c["Tab only"] < 80 for c in counts.values()), counts
     select_tab(page, "Attention")
 
 
@@ -223,33 +249,3 @@ def accessibility_tree(page: Page, elem_id: str) -> list:
         if not node.get("ignored") and name and role not in ("StaticText", "InlineTextBox"):
             out.append([role, name, node.get("description", {}).get("value", "")])
     return out
-
-
-def test_each_tab_s_main_figure_is_a_few_tab_presses_from_its_first_control(kept: KeptPages, server: str):
-    """From each tab's own first control (its skip link, the first Tab stop after the tab), at most 5 Tab presses
-    reach its main figure (Enter on the skip link goes there); the Tab-only counts are printed."""
-    page = opened(kept, server)
-    counts = {}
-    for tab, main in TABS:
-        select_tab(page, tab)
-        page.locator(f"#{main}").wait_for(state="visible")
-        page.get_by_role("tab", name=tab).focus()
-        presses = 0
-        while not page.evaluate("() => document.activeElement.classList.contains('attn-skip')"):
-            page.keyboard.press("Tab")
-            presses += 1
-            assert presses <= 5, tab
-        page.keyboard.press("Enter")
-        assert page.evaluate(f"() => !!document.activeElement.closest('#{main}')"), tab
-        # Tab only, from the skip link: to the figure's first stop (its grid, or its "As a table")
-        page.get_by_role("tab", name=tab).focus()
-        page.keyboard.press("Tab")
-        alone = 0
-        while not page.evaluate(f"() => !!document.activeElement.closest('#{main}')") and alone < 80:
-            page.keyboard.press("Tab")
-            alone += 1
-        counts[tab] = {"with the skip link": presses, "Tab only": alone}
-    print(json.dumps(counts, ensure_ascii=False))
-    assert all(c["Tab only"] < 80 for c in counts.values()), counts
-    select_tab(page, "Attention")
-    assert PAGE["gridClicks"]["overview"] == PAGE["tileClick"]
