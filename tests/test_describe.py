@@ -175,3 +175,11 @@ def test_the_alignment_view_says_how_many_lines_and_each_heads_strongest_pairs(r
     assert said["table"]["values"][len(q)] == [round(float(v), 3) for v in w[1, 0]]
     one = describe.of(alignment_plot(result, "cross", 1, 2))
     assert one["name"] == f"Alignment view: {KIND_LABELS['cross']}, layer 1, head 2, {len(q)} queries × {len(k)} keys"
+
+
+def test_hatched_bars_are_said_masked_never_as_values():
+    fig = go.Figure([go.Bar(x=[0, 1], y=[0.7, 0.3], name="weight"),
+                     go.Bar(x=[2, 3], y=[1, 1], marker=dict(pattern=dict(shape="/")), name="weight")])
+    said = describe.of(finish_figure(fig, "step"))
+    assert said["summary"] == "weight: 0 0.7, 1 0.3; 2 masked (hatched)."
+    assert said["table"]["columns"] == ["weight", "masked"] and said["table"]["values"][2] == [None, None]

@@ -420,8 +420,13 @@ def generic(figure: Mapping, fallback: str = "Figure") -> Description | None:
         elif kind in ("scatter", "scattergl", "bar"):
             found = _series(trace, layout)
             if found and any(v is not None for v in found[0]):
-                name = plain(trace.get("name")) or _axis_title(layout, trace, "y") or f"series {len(series) + 1}"
+                value_axis = "x" if kind == "bar" and trace.get("orientation") == "h" else "y"
+                name = plain(trace.get("name")) or _axis_title(layout, trace, value_axis) or f"series {len(series) + 1}"
                 name = _in_panel(name, trace, traces, layout)
+                if ((trace.get("marker") or {}).get("pattern") or {}).get("shape"):  # hatched: masked, not a value
+                    said.append(f"{len(found[0])} masked (hatched)")
+                    series.append(("masked", found[0], np.full(len(found[0]), np.nan)))
+                    continue
                 said.append(_said(name, *found, kind == "bar"))
                 series.append((name, *found))
     if not said:

@@ -193,7 +193,7 @@ def entropy_figure(normal: np.ndarray, changed: np.ndarray, labels: tuple[str, s
     (trace,) = figure["data"]
     trace["z"]["bdata"] = base64.b64encode(figures.entropy_rows(a, b).tobytes()).decode("ascii")
     figure["layout"]["coloraxis"]["cmax"] = float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
-    return Figure(describe.attach(figure, describe.generic(figure, "entropy per head")))  # of these numbers
+    return Figure(describe.attach(figure, describe.generic(figure, "Entropy per head")))  # of these numbers
 
 
 # The run's three figures by their Plot's element id, in live_view's order
