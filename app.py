@@ -111,8 +111,9 @@ def launch(demo: gr.Blocks, **kwargs):
     fixed_mmap_threshold()  # freed maps go back to the OS (model/serving/cache.py)
     # app_kwargs: routes Gradio answers badly (v2 calls, uploads, removed exports) are answered first (viz.ui.guards)
     # run_history=False: Gradio would keep each public run, figures too, in the visitor's localStorage (test_memory)
-    return demo.launch(share=False, css_paths=[WEB / "app.css"], js=page_script(), show_error=False, run_history=False,
-                       max_file_size=0, state_session_capacity=SESSION_CAPACITY, app_kwargs=guarded(demo), **kwargs)
+    return demo.launch(share=False, css_paths=[WEB / "app.css", WEB / "a11y.css"], js=page_script(), show_error=False,
+                       run_history=False, max_file_size=0, state_session_capacity=SESSION_CAPACITY,
+                       app_kwargs=guarded(demo), **kwargs)
 
 
 def load_translator(folder: str | Path = MODEL_DIR) -> Translator:

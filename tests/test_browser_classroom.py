@@ -255,7 +255,7 @@ def assert_tab_reaches_every_control(page: Page) -> None:
         const tab = document.getElementById('attention-tab');
         const controls = [...tab.querySelectorAll('button, input, textarea, select, [tabindex]')].filter((e) =>
             e.offsetParent !== null && !e.disabled && e.tabIndex >= 0 && !e.closest('.modebar'));
-        return [...controls, document.getElementById('detail')].map({KEY});
+        return controls.map({KEY});  // the overview and the close-up among them: one stop each (a11y.js)
     }}"""))
     assert {"source TEXTAREA textarea ", "run BUTTON submit Translate and show attention", "kind radio", "head radio",
             "colour radio", "present INPUT checkbox ", "copy-link BUTTON submit Copy link to this view"} <= wanted
@@ -269,29 +269,24 @@ def assert_tab_reaches_every_control(page: Page) -> None:
     assert wanted - reached == set()
 
 
-def assert_arrow_keys_move_the_close_up(page: Page) -> None:
-    """The close-up, focused by Tab (from the control before it): ←/→ change the head, ↑/↓ the layer."""
-    page.focus("#colour input:checked")
-    for _ in range(40):
-        if page.evaluate("() => document.activeElement.id") == "detail":
-            break
-        page.keyboard.press("Tab")
+def assert_arrow_keys_move_between_heads(page: Page) -> None:
+    """The head selector is one Tab stop whose arrow keys move the head (the close-up follows, as a click does); the
+    overview and the close-up are one Tab stop each, after the choices (their own keys: tests/test_browser_a11y.py)."""
     start = page.evaluate(STATE)
-    layer, head = int(start["layer"]), int(start["head"])
-    up = layer > 1  # ↑ is the layer before, ↓ the one after
-    layer += -1 if up else 1
+    head = int(start["head"])
+    page.focus("#head input:checked")
+    page.keyboard.press("ArrowRight" if head < 8 else "ArrowLeft")
     head = head + 1 if head < 8 else head - 1
-    page.keyboard.press("ArrowRight" if head > int(start["head"]) else "ArrowLeft")
-    page.keyboard.press("ArrowUp" if up else "ArrowDown")
-    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer {layer} · head {head}')")
-    for _ in range(head + 1):  # one past the mean: it stops there
-        page.keyboard.press("ArrowLeft")
-    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer {layer} · mean of 8 heads')")
-    for _ in range(6 - layer + 1):  # one past the last layer
-        page.keyboard.press("ArrowDown")
-    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 6 · mean of 8 heads')")
-    assert page.evaluate("() => document.activeElement.id") == "detail"
-    wait_url(page, layer="6", head="0")
+    which = "mean of 8 heads" if head == 0 else f"head {head}"
+    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer {start['layer']} · {which}')")
+    page.keyboard.press("Tab")  # the next group: one stop for the whole head selector
+    assert page.evaluate("() => document.activeElement.closest('[id]').id") == "colour"
+    for _ in range(10):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.classList.contains('attn-grid')"):
+            break
+    assert page.evaluate("() => document.activeElement.closest('[id]').id") == "overview"
+    wait_url(page, layer=start["layer"], head=str(head))
 
 
 def assert_a_choice_made_while_the_close_up_is_drawn_is_drawn_next(page: Page) -> None:
@@ -368,9 +363,9 @@ def test_a_choice_made_while_the_close_up_is_drawn_is_drawn_next(kept: KeptPages
     assert_a_choice_made_while_the_close_up_is_drawn_is_drawn_next(opened(kept, server)[0])
 
 
-def test_arrow_keys_move_the_close_up(kept: KeptPages, server: str):
+def test_arrow_keys_move_between_heads(kept: KeptPages, server: str):
     page, _ = opened(kept, server)
-    assert_arrow_keys_move_the_close_up(page)
+    assert_arrow_keys_move_between_heads(page)
 
 
 def test_a_layout_without_overlaps_at_a_projectors_size(kept: KeptPages, server: str):

@@ -89,7 +89,7 @@ def _group(cls: str, title: str, body: str, params: int | None = None, attention
     if attention is not None:
         if attention not in KINDS:
             raise ValueError(f"unknown attention kind {attention!r}")
-        attrs += f' data-attention="{attention}" tabindex="0" role="button"'
+        attrs += f' data-attention="{attention}" tabindex="0" role="button" aria-label="{_attr(title)}"'
     return f"<g{attrs}><title>{escape(title)}</title>{body}</g>"
 
 
@@ -129,11 +129,14 @@ def _dot(x: float, y: float) -> str:
 
 
 def _svg(width: int, height: int, body: str, label: str, m: str) -> str:
+    """The figure, named by ``label``: a picture (role img), or a group where its blocks are buttons (an image's
+    content is not meant to be focused: Figure 1's attention blocks are)."""
+    role = "group" if 'role="button"' in body else "img"
     head = '<path d="M0,1 L10,5 L0,9 z" fill="currentColor" fill-opacity="0.8"/>'
     defs = (f'<defs><marker id="{m}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
             f'orient="auto-start-reverse">{head}</marker></defs>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="tf-figure" viewBox="0 0 {width} {height}" width="100%" '
-            f'font-family="{FONT}" fill="currentColor" role="img" aria-label="{_attr(label)}">'
+            f'font-family="{FONT}" fill="currentColor" role="{role}" aria-label="{_attr(label)}">'
             f"<style>{CSS}</style>{defs}{body}</svg>")
 
 

@@ -1,5 +1,5 @@
 /* Made for the classroom: the view in the URL, presentation mode, the Copy link button, the chosen tile framed in the
-   overview, and the close-up driven by the keyboard. Reads page.view (query parameter -> element id of each control
+   overview (the keyboard walks the figures: a11y.js). Reads page.view (query parameter -> element id of each control
    that holds the view: viz.views.attention.share), page.views (the same for each other tab's own view), page.labels
    (a dropdown's label -> its value), page.detail (the close-up's element id), page.copyLink (the Copy link button's),
    page.overview and page.tileClick (the overview's tile message, see overview.js).
@@ -9,7 +9,7 @@
    (page.views: Decoding's layer, head and step, Inside a head's query, …); another tab's own parameters go. Written
    only once the first view has been drawn, so an opened link is read before it is rewritten; other parameters
    (Gradio's __theme) are kept. */
-(page, {send, plotOf, layerOf, headOf}) => {
+(page, {plotOf, layerOf, headOf}) => {
   const viewValue = (id) => {
     const root = document.getElementById(id);
     if (!root) return null;
@@ -50,7 +50,6 @@
       history.replaceState(history.state, '', `${location.pathname}?${text}`);
     }
     frameTile();
-    focusableDetail();
   };
   setInterval(syncView, 300);
   for (const type of ['input', 'change', 'click', 'keyup']) {
@@ -118,32 +117,4 @@
                    y1: box[3], line: {color: '#ff2d55', width: 3}, fillcolor: 'rgba(0,0,0,0)', layer: 'above'};
     window.Plotly.relayout(gd, {shapes: [...shapes.filter((s) => s.name !== 'chosen-tile'), frame]});
   };
-
-  // The close-up takes the keyboard focus; then ←/→ change the head (0 = mean) and ↑/↓ the layer, by the same message
-  // a tile click sends. Several quick presses add up: the last choice sent counts until the page shows it.
-  const focusableDetail = () => {
-    const el = document.getElementById(page.detail);
-    if (el && el.tabIndex !== 0) {
-      el.tabIndex = 0;
-      el.setAttribute('role', 'group');
-      el.setAttribute('aria-label',
-                      'Close-up of one head: left and right arrows change the head, up and down the layer');
-    }
-  };
-  let sent = null;
-  document.addEventListener('keydown', (ev) => {
-    const el = document.getElementById(page.detail);
-    const move = {ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0]}[ev.key];
-    if (!el || document.activeElement !== el || !move || ev.altKey || ev.ctrlKey || ev.metaKey) return;
-    ev.preventDefault();
-    const nLayers = Number(document.querySelector(`#${page.view.layer} input[type=range]`)?.max || 1);
-    const nHeads = document.querySelectorAll(`#${page.view.head} input[type=radio]`).length - 1;
-    const shown = [Number(viewValue(page.view.layer)), Number(viewValue(page.view.head))];
-    const base = sent && Date.now() - sent.at < 2000 && (sent.layer !== shown[0] || sent.head !== shown[1])
-      ? [sent.layer, sent.head] : shown;
-    const layer = Math.min(Math.max(base[0] + move[0], 1), nLayers);
-    const head = Math.min(Math.max(base[1] + move[1], 0), nHeads);
-    sent = {layer, head, at: Date.now()};
-    send(page.tileClick, `${layer},${head},${Date.now()}`);
-  });
 }

@@ -31,13 +31,14 @@ from model.probes.analysis import (
     source_relevance,
 )
 from model.terms import KINDS
+from viz import describe
 from viz.heatmaps import add_title_line, detail_spec, mark_off, rescale_detail
 from viz.stats_grid import stats_grid_spec
 from viz.text import md_escape
 from viz.views.attention.maps import overview_plot
 from viz.views.attention.share import View, opens
 from viz.views.outputs import SKIP, Figure, changes, finish_figure, open_tab, skipped
-from viz.vocab import AXIS_LABELS
+from viz.vocab import AXIS_LABELS, KIND_LABELS
 
 if TYPE_CHECKING:
     from model.network.inference import AttentionResult
@@ -73,8 +74,9 @@ def stats_grid_plot(stats: HeadStats, stat: str, title: str = "") -> Figure:
     """The grid of ``stat`` (``viz.stats_grid``): one panel per kind where the statistic applies."""
     check_stat(stat)
     kinds = [k for k in KINDS if applies(k, stat)]
-    spec = stats_grid_spec({k: stats.mean(k, stat) for k in kinds}, stats.roles(), stat, STAT_LABELS[stat], title)
-    return finish_figure(spec, f"head_{stat}")
+    values, roles = {k: stats.mean(k, stat) for k in kinds}, stats.roles()
+    spec = stats_grid_spec(values, roles, stat, STAT_LABELS[stat], title)
+    return finish_figure(spec, f"head_{stat}", describe.stats_grid(STAT_LABELS[stat], values, roles, KIND_LABELS))
 
 
 def stats_frames(stats: HeadStats) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from viz import describe
 from viz.encode import plotly_dict
 
 
@@ -20,13 +21,16 @@ class Figure(dict):
     that the app can tell the figures among a presenter's outputs."""
 
 
-def finish_figure(fig, filename: str) -> Figure:
+def finish_figure(fig, filename: str, description: describe.Description | None = None) -> Figure:
     """A plotly figure or a figure spec dict -> the ``Figure`` that ``gr.Plot`` draws.
 
     Spec dicts (the heatmaps) skip ``go.Figure`` validation on the hot path. Without a title, the layout
     loses its title entry (Gradio reserves 100 px of top margin for any layout title) and keeps at least
     30 px of top margin, clear of Gradio's label badge. The config's camera button downloads a PNG named
     ``filename``.
+
+    Every figure carries what it says to someone who cannot see it (``viz.describe``): ``description``, else one
+    read from its own traces (``describe.generic``).
     """
     data = plotly_dict(fig) if isinstance(fig, dict) else json.loads(fig.to_json())
     if not (data["layout"].get("title") or {}).get("text"):
@@ -34,7 +38,8 @@ def finish_figure(fig, filename: str) -> Figure:
         margin = data["layout"].setdefault("margin", {})
         margin["t"] = max(margin.get("t", 0), 30)
     data["config"] = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
-    return Figure(data)
+    name = filename.replace("_", " ")  # a figure with no title of its own is named by its file
+    return Figure(describe.attach(data, description or describe.generic(data, name[:1].upper() + name[1:])))
 
 
 

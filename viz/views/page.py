@@ -44,14 +44,20 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                   "architecture": {"kind": "arch-kind", "layer": "arch-layer"},
                   "lab": {"runs": "lab-runs"}},
         "labels": {label: value for label, value in (*KIND_CHOICES, *STAT_CHOICES)},
-        "lecture": "lecture"}  # the lecture's caption bar (viz.views.lecture, lecture.js)
+        "lecture": "lecture",  # the lecture's caption bar (viz.views.lecture, lecture.js)
+        # Figures walked cell by cell (a11y.js, viz.describe): Plot id -> where Enter on a cell sends, as a click does
+        "gridClicks": {"overview": "tile-click", "detail": "row-click", "heads-grid": "heads-cell-click"},
+        # Each tab's main figure, for its skip link: the first of its Plot ids that is shown
+        "mainFigures": {"attention": ["overview"], "decoding": ["decode-top5"], "scaling": ["variance"],
+                        "inside": ["in-scores", "in-m-weights"], "heads": ["heads-grid"], "architecture": ["figure1"],
+                        "lab": ["lab-curves"]}}
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
-# it does. draw.js comes first: it wraps plotly before the first figure is drawn.
-SCRIPTS = ("page.js", "draw.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js", "classroom.js",
-           "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js")
+# it does. draw.js comes first: it wraps plotly before the first figure is drawn; a11y.js next: its keys come first.
+SCRIPTS = ("page.js", "draw.js", "a11y.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js",
+           "classroom.js", "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js")
 
 
 def page_script(web: Path = WEB) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from model.probes import scaling as footnote4
+from viz import describe
 from viz import scaling as figures
 from viz.views.attention.maps import check_view, head_plot
 from viz.views.inputs import check_log2_dk, check_n_keys, check_seed, check_tab_factor, check_text, checked
@@ -192,7 +193,7 @@ def entropy_figure(normal: np.ndarray, changed: np.ndarray, labels: tuple[str, s
     (trace,) = figure["data"]
     trace["z"]["bdata"] = base64.b64encode(figures.entropy_rows(a, b).tobytes()).decode("ascii")
     figure["layout"]["coloraxis"]["cmax"] = float(np.nanmax([np.nanmax(a), np.nanmax(b), 1e-9]))
-    return Figure(figure)
+    return Figure(describe.attach(figure, describe.generic(figure, "Entropy per head")))  # of these numbers
 
 
 # The run's three figures by their Plot's element id, in live_view's order

@@ -71,7 +71,7 @@ def build_attention(page: Page) -> AttentionView:
             choices_column(cfg, v, classroom.first_choice(page.runs) or (1, MEAN))
             v.overview = gr.Plot(label="All layers (rows of tiles) × heads (columns) — click a tile",
                                  elem_id=PAGE["overview"], min_width=360)
-            v.detail = gr.Plot(label="Close-up: rows attend to columns · focused: ← → ↑ ↓ · click a row: inside the "
+            v.detail = gr.Plot(label="Close-up: rows attend to columns · click a row (or Enter on it): inside the "
                                "head", elem_id=PAGE["detail"], min_width=360)
         with gr.Row(), gr.Column(min_width=300):
             v.lines_head = gr.Radio(alignment.lines_head_choices(cfg.n_heads), value=0, elem_id="lines-head",

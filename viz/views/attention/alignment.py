@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from viz.lines import ALL_HEADS, lines_spec
+from viz import describe
+from viz.lines import ALL_HEADS, THRESHOLD, lines_spec
 from viz.views.outputs import Figure, finish_figure
 from viz.vocab import AXIS_LABELS, KIND_LABELS
 
@@ -38,4 +39,7 @@ def alignment_plot(result: AttentionResult | None, kind: str, layer, head=ALL_HE
     q_label, k_label = AXIS_LABELS[kind]
     spec = lines_spec(maps, *result.tokens(kind), layer, head, title=f"{KIND_LABELS[kind]} · layer {layer} · {which}",
                       query_label=q_label, key_label=k_label)
-    return finish_figure(spec, f"{kind}_lines_layer{layer}_{'all' if head == ALL_HEADS else f'head{head}'}")
+    heads = list(range(1, n_heads + 1)) if head == ALL_HEADS else [head]  # (lines_spec has checked them)
+    said = describe.alignment(f"Alignment view: {KIND_LABELS[kind]}, layer {layer}, {which}",
+                              maps[layer - 1, [h - 1 for h in heads]], heads, *result.tokens(kind), threshold=THRESHOLD)
+    return finish_figure(spec, f"{kind}_lines_layer{layer}_{'all' if head == ALL_HEADS else f'head{head}'}", said)

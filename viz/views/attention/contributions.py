@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from viz import describe
 from viz.views.inputs import shown
 from viz.views.outputs import Figure
 
@@ -61,6 +62,7 @@ def relabel(figure: Figure | None, measure: str) -> Figure | None:
     export = (layout.get("meta") or {}).get("export")
     if export:
         export["title"] += TITLE_NOTE  # the title of a downloaded image
+    describe.reword(figure, "weight", VALUE_NAME[measure])  # what it says without sight, too
     options = figure["config"]["toImageButtonOptions"]
     options["filename"] += f"_{measure}"
     return figure

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
 from model.terms import KINDS
-from viz import margins
+from viz import describe, margins
 from viz.heatmaps import detail_spec, overview_spec
 from viz.text import PIECE_NOTE, md_escape, piece_example
 from viz.views.attention import projector
@@ -57,7 +59,9 @@ def overview_plot(result: AttentionResult, kind: str, present: bool = False) -> 
     q_tokens, k_tokens = result.tokens(kind)
     maps = result.maps(kind)  # (L, H, Q, K)
     spec = projector.fit_overview(overview_spec(maps, q_tokens, k_tokens, causal=kind == "decoder_self"))
-    figure = finish_figure(margins.fit(projector.present_overview(spec) if present else spec), f"{kind}_all_heads")
+    said = describe.overview(KIND_LABELS[kind], maps, q_tokens, k_tokens, trace=spec["data"][0])
+    figure = finish_figure(margins.fit(projector.present_overview(spec) if present else spec), f"{kind}_all_heads",
+                           said)
     what = f"{KIND_LABELS[kind]} · all {maps.shape[0]} layers (rows) × {maps.shape[1]} heads (columns)"
     return with_export(figure, export_title(result, what), category_ticks=True)
 
@@ -87,8 +91,21 @@ def head_plot(result: AttentionResult, kind: str, layer: int, head: int, title: 
                        bar_title=bar_title)
     projector.colour_scale(spec, colour)
     spec = projector.present_detail(spec, shown.weights) if present else spec
-    figure = finish_figure(margins.fit(thin_ticks(spec)), filename)
+    figure = finish_figure(margins.fit(thin_ticks(spec)), filename, described(shown, title, kind, bar_title))
     return with_export(figure, export_title(result, " · ".join(filter(None, (title, shown.note)))))
+
+
+def described(shown, title: str, kind: str, measure: str) -> describe.Description:
+    """What the close-up says (``viz.describe.attention_map``): its cells as drawn, masked ones so named; Enter on a
+    cell opens its row's query in "Inside a head", as a click does."""
+    n_q, n_k = shown.weights.shape
+    rows = np.arange(shown.query_start, shown.query_start + n_q)  # the figure's y of each row (its position)
+    masked = (np.arange(shown.key_start, shown.key_start + n_k)[None, :] > rows[:, None]) if kind == "decoder_self" \
+        else None
+    name = ", ".join(describe.plain(part) for part in title.split(" · "))
+    return describe.attention_map(name, shown.weights, shown.query_tokens, shown.key_tokens,
+                                  measure=measure or "weight", masked=masked, query_start=shown.query_start,
+                                  key_start=shown.key_start, send_rows=[str(r) for r in rows])
 
 
 def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,

@@ -1,0 +1,251 @@
+"""Every figure speaks, in Chromium at a projector's 1280×720, on one page for the module: each figure's accessible
+name and description are what the server computed for it (the Attention tab's recomputed here from /attention's
+numbers), "As a table" shows exactly its values with a CSV of them, the Attention tab's core task done with the
+keyboard alone (no mouse event sent), and the Tab presses from each tab's first control to its main figure."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+from helpers.browser import KeptPages, select_tab, wait_idle, wait_tab
+from helpers.raw_api import RawClient
+from helpers.scripts import TITLE, VALUE
+from playwright.sync_api import Page, expect
+
+from viz import describe
+from viz.vocab import KIND_LABELS
+
+WIDTH, HEIGHT = 1280, 720
+SENTENCE = "A man rides a horse on the beach."
+SAID = "() => document.getElementById('attn-announce').textContent"
+# Everything the live region said since ``RECORD`` ran
+RECORD = """() => { window.attnSaid = []; const live = document.getElementById('attn-announce');
+    new MutationObserver(() => live.textContent && window.attnSaid.push(live.textContent))
+        .observe(live, {childList: true, characterData: true, subtree: true}); }"""
+# The figure of a Plot as its page holds it: what it was sent to say (viz.describe), and the element that says it
+SENT = """(id) => {
+    const block = document.getElementById(id), gd = block.querySelector('.js-plotly-plot');
+    const d = gd && gd.layout && gd.layout.meta && gd.layout.meta.describe;
+    return d ? {name: d.name, summary: d.summary, table: d.table, grid: !!d.grid} : null;
+}"""
+STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
+                  layer: Number(document.querySelector('#layer input[type=number]').value),
+                  head: Number(document.querySelector('#head input:checked').value)})"""
+ACTIVE = """() => { const e = document.activeElement, block = e && e.closest('[id]');
+    return {id: block ? block.id : '', tag: e.tagName, cls: String(e.className.baseVal ?? e.className)}; }"""
+# (tab name, its main figure's Plot id) for every tab with a figure
+TABS = [("Attention", "overview"), ("Decoding, step by step", "decode-top5"), ("Why 1/√d_k", "variance"),
+        ("Inside a head", "in-scores"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
+        ("Lab", "lab-curves")]
+
+
+def opened(kept: KeptPages, server: str) -> Page:
+    return kept.open(server, WIDTH, HEIGHT)
+
+
+def speaker(page: Page, plot_id: str):
+    """The element that names a figure: the layer over a figure walked by keys, else its picture."""
+    return page.locator(f"#{plot_id} .attn-grid, #{plot_id} svg.main-svg[role=img], #{plot_id} svg.tf-figure").first
+
+
+def wait_described(page: Page, plot_id: str) -> dict:
+    named = "document.querySelector(`#${id} [aria-describedby]`)"
+    page.wait_for_function(f"(id) => {{ const d = ({SENT})(id), el = {named};"
+                           " return d && el && el.getAttribute('aria-label') === d.name; }", arg=plot_id)
+    return page.evaluate(SENT, plot_id)
+
+
+def assert_speaks(page: Page, plot_id: str, name: str, summary: str) -> None:
+    expect(speaker(page, plot_id)).to_have_accessible_name(name)
+    expect(speaker(page, plot_id)).to_have_accessible_description(summary)
+
+
+def assert_table_is_the_figures(page: Page, plot_id: str, table: dict) -> None:
+    """"As a table" opens a table of exactly the figure's values (headers th scope=col / row) and its CSV."""
+    toggle = page.locator(f"#{plot_id} .attn-table-toggle")
+    if toggle.get_attribute("aria-expanded") != "true":
+        toggle.press("Enter")  # (a keyboard press: no pointer)
+    region = page.locator(f"#{plot_id} .attn-table-region")
+    expect(region).to_be_visible()
+    got = region.evaluate("""(r) => ({
+        cols: [...r.querySelectorAll('thead th[scope=col]')].map(th => th.textContent),
+        rows: [...r.querySelectorAll('tbody th[scope=row]')].map(th => th.textContent),
+        cells: [...r.querySelectorAll('tbody tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent)),
+        csvUrl: r.querySelector('a.attn-csv').href})""")
+    assert got["cols"] == [table["corner"], *table["columns"]] and got["rows"] == table["rows"]
+    if isinstance(table["values"], list):
+        text = [["" if v is None else (str(v) if isinstance(v, str) else f"{v:g}") for v in row]
+                for row in table["values"]]
+        assert [[c if not c.replace(".", "").replace("-", "").isdigit() else f"{float(c):g}" for c in row]
+                for row in got["cells"]] == text
+    csv_text = page.evaluate("(url) => fetch(url).then(r => r.text())", got["csvUrl"])
+    assert list(csv.reader(io.StringIO(csv_text))) == [got["cols"], *[[r, *c] for r, c in zip(got["rows"],
+                                                                                             got["cells"])]]
+    toggle.press("Enter")  # closed again
+    expect(region).to_be_hidden()
+
+
+def test_the_attention_figures_say_what_the_apis_numbers_say(kept: KeptPages, server: str):
+    page = opened(kept, server)
+    wait_idle(page)
+    state, text = page.evaluate(STATE), page.evaluate(VALUE, "source")
+    client = RawClient(server)
+    try:
+        answer = client.call("attention", [text, "", None])
+    finally:
+        client.close()
+    assert answer.event == "complete", answer.data
+    maps = answer.data[0]
+    kind, layer, head = state["kind"], state["layer"], state["head"]
+    q, k = {"encoder_self": ("source_tokens", "source_tokens"), "decoder_self": ("target_tokens", "target_tokens"),
+            "cross": ("target_tokens", "source_tokens")}[kind]
+    w = np.asarray(maps[kind], dtype=np.float64)  # (L, H, Q, K), as /attention gives it (5 decimals)
+    expected = describe.overview(KIND_LABELS[kind], w, maps[q], maps[k])
+    assert_speaks(page, "overview", expected.name, expected.summary)
+    one = w[layer - 1].mean(0) if head == 0 else w[layer - 1, head - 1]
+    which = "mean of 8 heads" if head == 0 else f"head {head}"
+    masked = np.triu(np.ones(one.shape, dtype=bool), 1) if kind == "decoder_self" else None
+    close = describe.attention_map(f"{KIND_LABELS[kind]}, layer {layer}, {which}", one, maps[q], maps[k],
+                                   masked=masked)
+    assert_speaks(page, "detail", close.name, close.summary)
+    assert_table_is_the_figures(page, "detail", wait_described(page, "detail")["table"])
+    assert_table_is_the_figures(page, "overview", wait_described(page, "overview")["table"])
+
+
+def test_the_keyboard_alone_types_runs_picks_heads_and_opens_inside_a_head(kept: KeptPages, server: str):
+    page = opened(kept, server)
+    wait_idle(page)
+    page.evaluate("""() => { window.attnPointer = 0;
+        for (const type of ['mousedown', 'mouseup', 'pointerdown', 'pointerup', 'mousemove'])
+            document.addEventListener(type, () => { window.attnPointer += 1; }, true); }""")
+    page.evaluate(RECORD)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    for _ in range(30):  # from the page's start: Tab to the Attention tab's skip link
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.classList.contains('attn-skip')"):
+            break
+    page.keyboard.press("Tab")  # the sentence
+    assert page.evaluate(ACTIVE)["id"] == "source"
+    before = page.evaluate(VALUE, "translation")
+    page.keyboard.press("Control+A")
+    page.keyboard.type(SENTENCE)
+    page.keyboard.press("Enter")  # runs it
+    page.wait_for_function(f"(old) => ({VALUE})('translation') && ({VALUE})('translation') !== old", arg=before)
+    wait_idle(page)
+    page.keyboard.press("Shift+Tab")  # back to the skip link, Enter: on the overview
+    page.keyboard.press("Enter")
+    assert page.evaluate(ACTIVE) == {"id": "overview", "tag": "DIV", "cls": "attn-grid"}
+    labels = page.evaluate("() => document.querySelector('#overview .js-plotly-plot').layout.meta.describe"
+                           ".grid.blocks[0].labels")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"(want) => ({SAID})() === want", arg=labels[1][1])  # layer 2, head 2 announced
+    page.keyboard.press("Enter")  # does what a click does: the close-up shows that head
+    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 2 · head 2')")
+    page.keyboard.press("ArrowRight")  # across heads
+    page.wait_for_function(f"(want) => ({SAID})() === want", arg=labels[1][2])
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 2 · head 3')")
+    close = wait_described(page, "detail")
+    assert close["name"].startswith(f"{KIND_LABELS[page.evaluate(STATE)['kind']]}, layer 2, head 3")
+    said = f"{close['name']}. {close['summary']}"  # announced once drawn, after the visitor's own key
+    try:
+        page.wait_for_function("(want) => window.attnSaid.some((s) => s.startsWith(want))", arg=said, timeout=20_000)
+    except Exception:
+        raise AssertionError((said, page.evaluate("() => window.attnSaid"))) from None
+    page.keyboard.press("Tab")  # the overview's "As a table"
+    page.keyboard.press("Tab")  # the close-up
+    assert page.evaluate(ACTIVE) == {"id": "detail", "tag": "DIV", "cls": "attn-grid"}
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowRight")
+    t = close["table"]
+    page.wait_for_function(f"(want) => ({SAID})() === want", arg=f"'{t['rows'][2]}' → '{t['columns'][1]}': "
+                                                                 f"{t['values'][2][1]}")
+    page.keyboard.press("Enter")  # the row's query, inside the head
+    wait_tab(page, "Inside a head")
+    page.wait_for_function("() => document.querySelector('#in-query input:checked')?.value === '2'")
+    assert page.evaluate("() => window.attnPointer") == 0
+    select_tab(page, "Attention")
+    wait_idle(page)
+
+
+def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_few_tab_presses_away(
+        kept: KeptPages, server: str):
+    """Each tab's figures: named and described by what the server computed beside them, toolbar buttons out of the
+    Tab order, the main figure's table exactly its values. From each tab's own first control (its skip link, the first
+    Tab stop after the tab) at most 5 Tab presses reach its main figure (Enter on the skip link goes there); Head
+    analysis's grid opens a head with the keys. Prints the Tab-only counts and what Chromium's accessibility tree gives
+    for the Attention tab's figures and the Lab curves."""
+    page = opened(kept, server)
+    counts = {}
+    for tab, main in TABS:
+        select_tab(page, tab)
+        page.locator(f"#{main}").wait_for(state="visible")
+        if main == "figure1":
+            expect(speaker(page, main)).to_have_accessible_name(
+                page.locator("#figure1 svg.tf-figure").get_attribute("aria-label"))
+        else:
+            wait_described(page, main)
+            wait_idle(page)
+            ids = page.evaluate("() => [...document.querySelectorAll('.block:has(> .js-plotly-plot)')]"
+                                ".filter(b => b.offsetParent !== null && b.id).map(b => b.id)")
+            for plot_id in ids:
+                sent = wait_described(page, plot_id)
+                assert_speaks(page, plot_id, sent["name"], sent["summary"])
+                assert page.evaluate(f"() => [...document.querySelectorAll('#{plot_id} .modebar-btn')]"
+                                     ".every(b => b.tabIndex === -1)")
+            assert_table_is_the_figures(page, main, wait_described(page, main)["table"])
+        if tab in ("Attention", "Lab"):  # what a screen reader gets (Chromium's accessibility tree), for the notes
+            print(tab, json.dumps(accessibility_tree(page, main if tab == "Lab" else "plots-row"), ensure_ascii=False))
+        page.get_by_role("tab", name=tab).focus()
+        presses = 0
+        while not page.evaluate("() => document.activeElement.classList.contains('attn-skip')"):
+            page.keyboard.press("Tab")
+            presses += 1
+            assert presses <= 5, tab
+        page.keyboard.press("Enter")
+        assert page.evaluate(f"() => !!document.activeElement.closest('#{main}')"), tab
+        if tab == "Head analysis":  # its grid: a cell opens its head on the Attention tab, as a click does
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("Enter")
+            wait_tab(page, "Attention")
+            page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 1 · head 2')")
+            select_tab(page, tab)
+        page.get_by_role("tab", name=tab).focus()  # Tab only: to the figure's first stop (its grid, "As a table")
+        page.keyboard.press("Tab")
+        alone = 0
+        while not page.evaluate(f"() => !!document.activeElement.closest('#{main}')") and alone < 80:
+            page.keyboard.press("Tab")
+            alone += 1
+        counts[tab] = {"with the skip link": presses, "Tab only": alone}
+    print(json.dumps(counts, ensure_ascii=False))
+    assert all(c["Tab only"] < 80 for c in counts.values()), counts
+    select_tab(page, "Attention")
+
+
+def accessibility_tree(page: Page, elem_id: str) -> list:
+    """The named nodes of Chromium's accessibility tree under the element ``elem_id``: role, name, description."""
+    session = page.context.new_cdp_session(page)
+    try:
+        root = session.send("DOM.describeNode", {"objectId": session.send("Runtime.evaluate", {
+            "expression": f"document.getElementById('{elem_id}')"})["result"]["objectId"]})["node"]["backendNodeId"]
+        nodes = session.send("Accessibility.getPartialAXTree", {"backendNodeId": root, "fetchRelatives": False})
+        tree = session.send("Accessibility.getFullAXTree")["nodes"]
+    finally:
+        session.detach()
+    start = nodes["nodes"][0]["nodeId"]
+    by_id = {n["nodeId"]: n for n in tree}
+    out, todo = [], [start]
+    while todo:
+        node = by_id.get(todo.pop(0))
+        if node is None:
+            continue
+        todo += node.get("childIds", [])
+        role, name = node.get("role", {}).get("value"), node.get("name", {}).get("value", "")
+        if not node.get("ignored") and name and role not in ("StaticText", "InlineTextBox"):
+            out.append([role, name, node.get("description", {}).get("value", "")])
+    return out
