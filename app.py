@@ -28,7 +28,7 @@ import torch
 from model.cli import USER_ERRORS, fail
 from model.network.inference import ASSETS, Translator
 from model.serving.batching import BatchSettings
-from model.serving.cache import budget_from_env, fixed_mmap_threshold
+from model.serving.cache import budget_from_env, fixed_mmap_threshold, trim_freed_memory
 from model.serving.runs import Runs
 from viz.ui.endpoints import build_endpoints
 from viz.ui.guards import guarded
@@ -120,6 +120,7 @@ def launch(demo: gr.Blocks, **kwargs):
     error_messages()  # every error answered with a message, its quoted values cut (viz.ui.patches)
     lean_sessions()  # new sessions keep no copy of every component and value (viz.ui.patches)
     fixed_mmap_threshold()  # freed maps go back to the OS (model/serving/cache.py)
+    trim_freed_memory()  # and so do the heap's freed pages, every few seconds (model/serving/cache.py)
     # app_kwargs: routes Gradio answers badly (v2 calls, uploads, removed exports) are answered first (viz.ui.guards)
     # run_history=False: Gradio would keep each public run, figures too, in the visitor's localStorage (test_memory)
     # enable_monitoring=False: Gradio's GET /monitoring printed its dashboard's secret URL into the log
