@@ -47,7 +47,7 @@ class BatchSettings:
         (0-1000), ``ATTN_BATCH_PROCESS`` (0 = the batches run in the server's own process); a bad value is a
         ValueError naming the variable, the value and what to set."""
         def on(name: str) -> bool:
-            raw = environ.get(name, "1").strip().lower()
+            raw = environ.get(name, "").strip().lower() or "1"  # unset or empty: on
             if raw not in SWITCH:
                 raise ValueError(f"{name} must be 1 or 0 (on/off, true/false, yes/no), not {raw[:40]!r}")
             return SWITCH[raw]
