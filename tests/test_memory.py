@@ -1,12 +1,12 @@
 """Memory stays bounded whatever the number of sessions, through the raw HTTP API.
 
 The app is served in-process as ``app.launch`` serves it, with a 4 MB result cache. Sixty fresh sessions (raw
-/gradio_api/call without a session hash: each call is a new session, as a crawler's would be) each visualise
-a distinct sentence. Then: the cache holds at most its budget; the sessions hold keys, never maps or plots;
-the process grew by a few MB, not by the ~1 MB per session that keeping results per session costs; and a
-session whose result was evicted still gets its views (recomputed, identical); the queue keeps no record of past
-events. Rounds of maximum-size requests leave the memory flat and within model/serving/README.md's bound, the freed
-heap's pages handed back to the system.
+/gradio_api/call, each naming a session of its own) each visualise a distinct sentence (a call that names none
+gets a session of its own from Gradio, gone once its answer is read). Then: the cache holds at most its budget; the
+sessions hold keys, never maps or plots; the process grew by a few MB, not by the ~1 MB per session that keeping
+results per session costs; and a session whose result was evicted still gets its views (recomputed, identical);
+the queue keeps no record of past events. Rounds of maximum-size requests leave the memory flat and within
+model/serving/README.md's bound, the freed heap's pages handed back to the system.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def served(serve):
 
 
 def visualise(served, i: int, session_hash: str | None = None) -> list:
-    """Session ``i``'s run: its own sentence, with a given target (one teacher-forced pass: fast)."""
-    return served.client.call("visualise", [distinct_text(i), distinct_text(i + 1000)], session_hash)[0]
+    """Session ``i``'s run (a session of its own, ``session-<i>`` unless named): its own sentence, with a given
+    target (one teacher-forced pass: fast)."""
+    return served.client.call("visualise", [distinct_text(i), distinct_text(i + 1000)],
+                              session_hash or f"session-{i}")[0]
 
 
 def session_states(demo) -> list:
@@ -75,6 +77,27 @@ def test_many_sessions_keep_keys_and_the_cache_stays_in_budget(served):
     assert all(not s.config_values for s in served.demo.state_holder.session_data.values())
     # 50 sessions: a few MB (measured ~2.5); keeping each session's result and plots cost ~1 MB per session
     assert growth < 25, f"the server grew by {growth:.0f} MB over {SESSIONS - 10} sessions"
+
+
+def test_a_call_that_names_no_session_leaves_none_once_read(served):
+    """Gradio gives a raw call without a session hash a session named after its event (the event id), which nobody can
+    call again; the app forgets it once the answer is read (``FairQueue.forget_one_shot_sessions``, at the queue's
+    sweep), where Gradio kept it among its 2,000."""
+    queue, holder = served.demo._queue, served.demo.state_holder
+    client = RawClient(served.url)
+    events = []
+    for i in range(3):
+        body = json.dumps({"data": [distinct_text(800 + i), 1]}).encode()
+        status, answer = client.request("POST", "/gradio_api/call/translate", body,
+                                        {"Content-Type": "application/json"})
+        events.append(json.loads(answer)["event_id"])
+        _, raw = client.request("GET", f"/gradio_api/call/translate/{events[-1]}")
+        assert status == 200 and b"event: complete" in raw
+    queue.sweep()
+    assert not set(events) & (set(holder.session_data) | queue.one_shot | set(queue.pending_messages_per_session))
+    assert visualise(served, 801, session_hash="named-once") and "named-once" in holder.session_data
+    queue.sweep()
+    assert "named-once" in holder.session_data  # a session the caller named stays
 
 
 def test_the_queue_keeps_no_record_of_past_events(served):
