@@ -52,6 +52,7 @@ def slow_bodies(quick: bool, log: Callable[[str], None]) -> dict:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 512)), hard))
     with app_process(("app.py",), timeout=START_S) as app:
+        _launched(app)
         host, port = urlparse(app.url).hostname, urlparse(app.url).port
         counts: Counter = Counter()
         socks: list[socket.socket | None] = [None] * n
@@ -101,6 +102,14 @@ def slow_bodies(quick: bool, log: Callable[[str], None]) -> dict:
            "open_at_visits_max": max(open_at_visit), "attacker": dict(counts)}
     log(f"  slow bodies: {out}")
     return out
+
+
+def _launched(app, timeout_s: float = 120) -> None:
+    """Wait until Gradio's ``launch`` has finished: once its server answers, it asks the page itself and ends the app
+    if that fails (ValueError "When localhost is not accessible…"), which a flood begun meanwhile can make happen."""
+    t0 = time.perf_counter()
+    while "share=True" not in app.log_text() and time.perf_counter() - t0 < timeout_s:
+        time.sleep(0.2)
 
 
 def _visit(host: str, port: int) -> str:
