@@ -28,14 +28,21 @@ import torch
 from model.cli import USER_ERRORS, fail
 from model.network.inference import ASSETS, Translator
 from model.serving.batching import BatchSettings
-from model.serving.cache import fixed_mmap_threshold
+from model.serving.cache import budget_from_env, fixed_mmap_threshold, trim_freed_memory
 from model.serving.runs import Runs
 from viz.ui.endpoints import build_endpoints
 from viz.ui.guards import guarded
 from viz.ui.lecture import build_lecture
 from viz.ui.limits import fair_queue, raw_json_answers
 from viz.ui.logs import bounded_logs
-from viz.ui.patches import answer_every_value, latest_choice_wins, lean_sessions, progress_on_components, quiet_queue
+from viz.ui.patches import (
+    answer_every_value,
+    error_messages,
+    latest_choice_wins,
+    lean_sessions,
+    progress_on_components,
+    quiet_queue,
+)
 from viz.ui.server import limited_server
 from viz.ui.tabs.architecture import build_architecture
 from viz.ui.tabs.attention import build_attention
@@ -107,13 +114,16 @@ def launch(demo: gr.Blocks, **kwargs):
     raw_json_answers()  # an answer written as JSON once is sent as it is (viz.ui.limits)
     limited_server()  # bounded bodies, headers and connections (viz.ui.server)
     bounded_logs()  # a bad input is one line, a fault a cut traceback (viz.ui.logs)
+    error_messages()  # every error answered with a message, its quoted values cut (viz.ui.patches)
     lean_sessions()  # new sessions keep no copy of every component and value (viz.ui.patches)
     fixed_mmap_threshold()  # freed maps go back to the OS (model/serving/cache.py)
+    trim_freed_memory()  # and so do the heap's freed pages, every few seconds (model/serving/cache.py)
     # app_kwargs: routes Gradio answers badly (v2 calls, uploads, removed exports) are answered first (viz.ui.guards)
     # run_history=False: Gradio would keep each public run, figures too, in the visitor's localStorage (test_memory)
+    # enable_monitoring=False: Gradio's GET /monitoring printed its dashboard's secret URL into the log
     return demo.launch(share=False, css_paths=[WEB / "app.css", WEB / "a11y.css"], js=page_script(), show_error=False,
                        run_history=False, max_file_size=0, state_session_capacity=SESSION_CAPACITY,
-                       app_kwargs=guarded(demo), **kwargs)
+                       app_kwargs=guarded(demo), enable_monitoring=False, **kwargs)
 
 
 def load_translator(folder: str | Path = MODEL_DIR) -> Translator:
@@ -126,9 +136,20 @@ def load_translator(folder: str | Path = MODEL_DIR) -> Translator:
     return translator
 
 
+def check_settings() -> None:
+    """Every ``ATTN_*`` setting the server reads at start (batching, the cache), read once: a ValueError naming a bad
+    one, before the model loads."""
+    BatchSettings.from_env()
+    budget_from_env()
+
+
 def main() -> int:
-    """Load the model and serve. A missing or corrupt model folder ends the app with one line on stderr (the
-    file, the fault, what to do) and exit code 2, no traceback."""
+    """Load the model and serve. A bad ``ATTN_*`` setting, or a missing or corrupt model folder, ends the app with
+    one line on stderr (the setting or file, the fault, what to do) and exit code 2, no traceback."""
+    try:
+        check_settings()
+    except ValueError as exc:
+        return fail(exc)
     try:
         translator = load_translator(MODEL_DIR)
     except USER_ERRORS as exc:

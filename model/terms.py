@@ -16,6 +16,11 @@ KINDS = ("encoder_self", "decoder_self", "cross")
 # Multi30k sentences average ~16 tokens.
 MAX_TOKENS = 100
 
+# The widest beam and the largest attention scale any caller may ask for (the app's endpoints, model.translate): a
+# beam of 8 already costs 8 decodes; a scale past 100 only saturates the softmax further.
+MAX_BEAM = 8
+MAX_SCALE = 100.0
+
 # How the begin- and end-of-sentence tokens are shown: <s> is the first decoder position, </s> the last source token.
 BOS_PIECE, EOS_PIECE = "<s>", "</s>"
 

@@ -9,30 +9,29 @@ Prints the translation (with ``--target``: that given translation, teacher-force
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from model.cli import command
+from model.cli import ArgumentParser, attention_scale, beam_size, command, device_name
 from model.network.inference import ASSETS, Translator
 
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.translate", description="Translate English to German.")
+    p = ArgumentParser(prog="python -m model.translate", description="Translate English to German.")
     p.add_argument("text", help="English source sentence")
     p.add_argument("--target", help="German translation to show the attention of (teacher forcing)")
     p.add_argument(
         "--beam",
-        type=int,
+        type=beam_size,
         default=1,
-        help="beam size for the printed translation (1 = greedy, the one whose attention is exported)",
+        help="beam size for the printed translation, 1-8 (1 = greedy, the one whose attention is exported)",
     )
-    p.add_argument("--scale", type=float, help="attention scale instead of 1/sqrt(d_k)")
+    p.add_argument("--scale", type=attention_scale, help="attention scale instead of 1/sqrt(d_k), in (0, 100]")
     p.add_argument("--npz", type=Path, help="write the attention maps here (.npz)")
     p.add_argument("--json", type=Path, help="write the attention maps here (.json)")
     p.add_argument("--model", type=Path, default=ASSETS, help="checkpoint folder (default: the shipped model)")
-    p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
+    p.add_argument("--device", type=device_name, help="cpu, cuda or cuda:N (default: cuda when present)")
     args = p.parse_args(argv)
     translator = Translator(args.model, args.device)
     result = translator.attention(args.text, target=args.target, scale=args.scale)

@@ -145,3 +145,20 @@ def test_page_loads_counts_a_traces_restyling_and_takes_medians(tmp_path: Path):
         (tmp_path / "trace.json").write_text(json.dumps(form))
         assert restyling(str(tmp_path / "trace.json")) == (2, 2.0)
     assert medians([(5.0, 3.0), (3.0, 2.0), (4.0, 9.0)]) == {"cpu_s": 4.0, "wall_s": 3.0, "loads": 3}
+
+
+def test_the_endurance_rows_hold_each_figure_against_its_goal():
+    """The limits section's slow-body and ten-round memory rows (``bench.endurance.rows``) from a run's results."""
+    from bench import endurance
+
+    slow = {"connections": 2100, "addresses": 9, "visits": 20, "served": 19, "open_at_visits_min": 1900,
+            "open_at_visits_max": 2048}
+    rounds = {"rounds": 10, "requests": 100, "start_mb": 450.0, "start_tree_mb": 780.0, "tree_mb": [1100.0] * 10,
+              "rss_mb": [700.0, 705, 707, 708, 709, 709, 710, 711, 712, 713], "last_five_spread_mb": 4.0,
+              "bound_mb": endurance.rest_bound_mb(450.0)}
+    rows = endurance.rows({"slow_bodies": slow, "memory_rounds": rounds})
+    assert [ok for *_, ok in rows] == ["**no**", "yes"], rows  # one visit not served: the slow-body row fails
+    assert "19 of 20" in rows[0][1] and "450 → 700, 705" in rows[1][1]
+    assert endurance.rest_bound_mb(450.0) == 450 + 256 + 2000 * 50 / 1024 + endurance.HEAP_SLACK_MB
+    climbing = {**rounds, "rss_mb": [700.0 + 20 * i for i in range(10)], "last_five_spread_mb": 80.0}
+    assert endurance.rows({"memory_rounds": climbing})[0][3] == "**no**"

@@ -4,6 +4,7 @@ no traceback. The app's loader raises the same one-line ``CheckpointError``."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,15 @@ def other_tokenizer(folder: Path) -> str:
     return "tokenizer.model"
 
 
+def link(name: str, target: str) -> Callable[[Path], str]:
+    def corrupt(folder: Path) -> str:
+        (folder / name).unlink()
+        (folder / name).symlink_to(target)
+        return name
+
+    return corrupt
+
+
 def missing_folder(folder: Path) -> str:
     shutil.rmtree(folder)
     return folder.name
@@ -83,6 +93,8 @@ MODEL_FAULTS = {
     "weights garbage": write("model.safetensors", b"\x00garbage" * 10),
     "weights a pickle": write("model.safetensors", b"\x80\x04\x95" + b"x" * 50),
     "weights truncated": truncate("model.safetensors"),
+    "weights a link to a device": link("model.safetensors", "/dev/zero"),
+    "weights a link to nothing": link("model.safetensors", "/nonexistent/model.safetensors"),
     "tokenizer missing": remove("tokenizer.model"),
     "tokenizer garbage": write("tokenizer.model", b"not a sentencepiece model"),
     "tokenizer truncated": truncate("tokenizer.model"),
@@ -194,3 +206,92 @@ def test_a_real_process_prints_no_traceback(tiny_model_dir, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert_one_line_error(proc.returncode, proc.stderr, str(folder / "config.json"))
     assert proc.stdout == ""
+
+
+def test_not_found_only_when_nothing_is_there(tiny_model_dir, tmp_path):
+    """A weights file that is a link to /dev/zero was reported as "not found"."""
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    link("model.safetensors", "/dev/zero")(folder)
+    with pytest.raises(CheckpointError, match="weights file is not a regular file"):
+        Translator(folder, "cpu")
+    link("model.safetensors", "/nonexistent/w")(folder)
+    with pytest.raises(CheckpointError, match=r"weights file is a link to nothing \(/nonexistent/w\)"):
+        Translator(folder, "cpu")
+    remove("model.safetensors")(folder)
+    with pytest.raises(CheckpointError, match="weights file not found"):
+        Translator(folder, "cpu")
+
+
+def _bad_device() -> str:
+    import torch
+
+    return f"cuda:{torch.cuda.device_count()}" if torch.cuda.is_available() else "cuda"
+
+
+TRANSLATE_ARGUMENTS = {  # what was wrong -> (arguments, the argument the message names, words it says)
+    "a beam of 10**9 (3.84 TB)": (["--beam", "1000000000"], "--beam", "from 1 (greedy) to 8"),
+    "a beam of 0": (["--beam", "0"], "--beam", "from 1 (greedy) to 8"),
+    "a negative beam": (["--beam", "-3"], "--beam", "'-3'"),
+    "a beam that is no number": (["--beam", "abc"], "--beam", "'abc'"),
+    "a NaN scale": (["--scale", "nan"], "--scale", "above 0 and at most 100"),
+    "an infinite scale": (["--scale", "inf"], "--scale", "'inf'"),
+    "a huge scale": (["--scale", "1e308"], "--scale", "'1e308'"),
+    "a zero scale": (["--scale", "0"], "--scale", "above 0"),
+    "an unknown device": (["--device", "bogus"], "--device", "cpu, cuda or cuda:N"),
+    "a GPU this machine lacks": (["--device", _bad_device()], "--device", "CUDA GPU"),
+    "an unknown option": (["--bogus"], "--bogus", "unrecognized"),
+}
+
+
+@pytest.mark.parametrize("case", TRANSLATE_ARGUMENTS)
+def test_bad_arguments_are_one_line_naming_them(case, tiny_model_dir, capsys):
+    argv, name, words = TRANSLATE_ARGUMENTS[case]
+    with pytest.raises(SystemExit) as exit_:
+        translate.main(["a dog runs.", "--model", str(tiny_model_dir), *argv])
+    err = capsys.readouterr().err
+    assert_one_line_error(exit_.value.code, err, name)
+    assert words in err and "usage:" not in err, err
+
+
+def test_evaluate_takes_the_same_checks(tiny_model_dir, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        evaluate.main(["--model", str(tiny_model_dir), "--beam", "0"])
+    assert_one_line_error(exit_.value.code, capsys.readouterr().err, "--beam")
+
+
+SETTINGS = [  # a bad ATTN_* setting of the app, and the words of its one line
+    ("ATTN_MAX_BATCH", "abc", "ATTN_MAX_BATCH must be a whole number of requests from 1 to 256, not 'abc'"),
+    ("ATTN_MAX_BATCH", "-5", "not '-5'"),
+    ("ATTN_CACHE_MB", "-1", "ATTN_CACHE_MB must be from 0"),
+    ("ATTN_CACHE_MB", "nan", "got 'nan'"),
+    ("ATTN_BATCH_WAIT_MS", "nan", "ATTN_BATCH_WAIT_MS must be milliseconds from 0 to 1000, not 'nan'"),
+    ("ATTN_BATCH_WAIT_MS", "inf", "not 'inf'"),
+    ("ATTN_BATCH", "maybe", "ATTN_BATCH must be 1 or 0 (on/off, true/false, yes/no), not 'maybe'"),
+    ("ATTN_BATCH_PROCESS", "2", "ATTN_BATCH_PROCESS must be 1 or 0"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "words"), SETTINGS)
+def test_a_bad_setting_is_named(name, value, words, monkeypatch):
+    import app
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError) as exc:
+        app.check_settings()
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_good_settings_pass(monkeypatch):
+    import app
+
+    for name, value in (("ATTN_BATCH", ""), ("ATTN_BATCH_PROCESS", "off"), ("ATTN_MAX_BATCH", "8"),
+                        ("ATTN_BATCH_WAIT_MS", "2.5"), ("ATTN_CACHE_MB", "0")):
+        monkeypatch.setenv(name, value)
+    app.check_settings()
+
+
+def test_the_app_with_a_bad_setting_ends_with_one_line(tiny_model_dir):
+    env = {**os.environ, "ATTN_MAX_BATCH": "-5", "ATTN_MODEL_DIR": str(tiny_model_dir), "GRADIO_SERVER_PORT": "1"}
+    proc = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert_one_line_error(proc.returncode, proc.stderr, "ATTN_MAX_BATCH")

@@ -1,17 +1,20 @@
 """Memory stays bounded whatever the number of sessions, through the raw HTTP API.
 
 The app is served in-process as ``app.launch`` serves it, with a 4 MB result cache. Sixty fresh sessions (raw
-/gradio_api/call without a session hash: each call is a new session, as a crawler's would be) each visualise
-a distinct sentence. Then: the cache holds at most its budget; the sessions hold keys, never maps or plots;
-the process grew by a few MB, not by the ~1 MB per session that keeping results per session costs; and a
-session whose result was evicted still gets its views (recomputed, identical); the queue keeps no record of past
-events.
+/gradio_api/call, each naming a session of its own) each visualise a distinct sentence (a call that names none
+gets a session of its own from Gradio, gone once its answer is read). Then: the cache holds at most its budget; the
+sessions hold keys, never maps or plots; the process grew by a few MB, not by the ~1 MB per session that keeping
+results per session costs; and a session whose result was evicted still gets its views (recomputed, identical);
+the queue keeps no record of past events. Rounds of maximum-size requests leave the memory flat and within
+model/serving/README.md's bound, the freed heap's pages handed back to the system.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import threading
 import time
 from types import SimpleNamespace
 
@@ -19,10 +22,11 @@ import numpy as np
 import pytest
 from helpers.raw_api import RawClient
 
-from bench.capacity import distinct_text
+from bench.capacity import distinct_text, long_text
 from bench.common import GradioHTTP, read_status_kb
+from bench.endurance import rest_bound_mb
 from model.network.inference import Translator
-from model.serving.cache import MB, nbytes
+from model.serving.cache import MB, give_back_freed_memory, nbytes
 from model.serving.runs import AttentionKey, Runs, SessionResult
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
@@ -39,8 +43,10 @@ def served(serve):
 
 
 def visualise(served, i: int, session_hash: str | None = None) -> list:
-    """Session ``i``'s run: its own sentence, with a given target (one teacher-forced pass: fast)."""
-    return served.client.call("visualise", [distinct_text(i), distinct_text(i + 1000)], session_hash)[0]
+    """Session ``i``'s run (a session of its own, ``session-<i>`` unless named): its own sentence, with a given
+    target (one teacher-forced pass: fast)."""
+    return served.client.call("visualise", [distinct_text(i), distinct_text(i + 1000)],
+                              session_hash or f"session-{i}")[0]
 
 
 def session_states(demo) -> list:
@@ -71,6 +77,27 @@ def test_many_sessions_keep_keys_and_the_cache_stays_in_budget(served):
     assert all(not s.config_values for s in served.demo.state_holder.session_data.values())
     # 50 sessions: a few MB (measured ~2.5); keeping each session's result and plots cost ~1 MB per session
     assert growth < 25, f"the server grew by {growth:.0f} MB over {SESSIONS - 10} sessions"
+
+
+def test_a_call_that_names_no_session_leaves_none_once_read(served):
+    """Gradio gives a raw call without a session hash a session named after its event (the event id), which nobody can
+    call again; the app forgets it once the answer is read (``FairQueue.forget_one_shot_sessions``, at the queue's
+    sweep), where Gradio kept it among its 2,000."""
+    queue, holder = served.demo._queue, served.demo.state_holder
+    client = RawClient(served.url)
+    events = []
+    for i in range(3):
+        body = json.dumps({"data": [distinct_text(800 + i), 1]}).encode()
+        status, answer = client.request("POST", "/gradio_api/call/translate", body,
+                                        {"Content-Type": "application/json"})
+        events.append(json.loads(answer)["event_id"])
+        _, raw = client.request("GET", f"/gradio_api/call/translate/{events[-1]}")
+        assert status == 200 and b"event: complete" in raw
+    queue.sweep()
+    assert not set(events) & (set(holder.session_data) | queue.one_shot | set(queue.pending_messages_per_session))
+    assert visualise(served, 801, session_hash="named-once") and "named-once" in holder.session_data
+    queue.sweep()
+    assert "named-once" in holder.session_data  # a session the caller named stays
 
 
 def test_the_queue_keeps_no_record_of_past_events(served):
@@ -136,3 +163,57 @@ def test_runs_recompute_an_evicted_result_identically(tiny_model_dir):
         np.testing.assert_array_equal(again.maps(kind), result.maps(kind))
     cached = Runs(runs.translator).attention("a dog runs.")
     assert not cached.cross.flags.writeable  # shared by every session: read-only
+
+
+def rss_mb(demo) -> float:
+    """This process's RSS at rest: answers already read forgotten (the queue's sweep, every few seconds) and the freed
+    heap's pages handed back (the app's trimming thread, every few seconds), now rather than waited for."""
+    demo._queue.sweep()
+    gc.collect()
+    give_back_freed_memory()
+    return read_status_kb(os.getpid(), "VmRSS") / 1024
+
+
+def test_rounds_of_maximum_size_requests_leave_memory_flat_and_within_the_bound(served):
+    """Identical rounds of maximum-size /attention requests (100 + 100 tokens, ~10 MB answers): after the first round
+    the resident memory stays flat, and within the README's bound at rest (the start, the cache's budget, the
+    sessions made, the heap's slack); ``python -m bench --sections limits`` runs ten rounds of 100 as served."""
+    assert any(t.name == "malloc-trim" for t in threading.enumerate())  # app.launch started it
+    client = RawClient(served.url)  # answers read as bytes: this process serves, it should not parse 10 MB too
+    before, rounds, per_round = rss_mb(served.demo), 4, 6
+    after = []
+    for _ in range(rounds):
+        for i in range(per_round):
+            body = json.dumps({"data": [long_text(i), long_text(i), None]}).encode()
+            status, answer = client.request("POST", "/gradio_api/call/attention", body,
+                                            {"Content-Type": "application/json"})
+            assert status == 200, answer
+            status, raw = client.request("GET", f"/gradio_api/call/attention/{json.loads(answer)['event_id']}")
+            assert b"event: complete" in raw and len(raw) > 5e6  # a maximum-size answer
+            del raw
+        after.append(rss_mb(served.demo))
+    assert max(after[1:]) - min(after[1:]) < 10, (before, after)
+    bound = rest_bound_mb(before, cache_mb=BUDGET_MB, sessions=rounds * per_round)
+    assert max(after) <= bound, (before, after, bound)
+
+
+def test_freed_heap_pages_go_back_to_the_system():
+    """Blocks under the mmap threshold, allocated by several threads and freed with a few kept among them (so that no
+    heap can simply shrink from its top): their pages stay resident until they are handed back."""
+    kept = []
+
+    def churn():
+        blocks = [bytearray(20_000) for _ in range(1500)]  # ~30 MB a thread, written (resident)
+        kept.extend(blocks[::100])
+        blocks.clear()
+
+    gc.collect()
+    threads = [threading.Thread(target=churn) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    held = read_status_kb(os.getpid(), "VmRSS") / 1024
+    assert give_back_freed_memory()
+    given_back = held - read_status_kb(os.getpid(), "VmRSS") / 1024
+    assert given_back > 60, f"{given_back:.0f} MB of ~118 MB freed went back"

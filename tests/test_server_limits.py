@@ -2,7 +2,9 @@
 served in-process on the tiny model, over raw sockets and HTTP.
 
 - A body over the bound is answered 413 with a message before it is sent (its Content-Length), or as soon as a
-  chunked one passes the bound; the server reads no more of it.
+  chunked one passes the bound; the server reads no more of it. A body sent slower than the minimum rate, or not
+  complete by the body deadline, is answered 408 and closed; one sent in pieces at a normal pace is answered.
+- At the connection bound, a connection that has waited longest for its client gives its place to a new one.
 - A request whose headers never end is closed after the header deadline; headers still incomplete past the bound
   are a 400; connections past the bound get a 503 with a message at once, and the server still answers afterwards.
 - A bad input is one short log line, never the input or a traceback, however large the input; a fault keeps a
@@ -96,6 +98,90 @@ def test_a_body_within_the_bound_is_answered(app):
     assert _call(app.url, "translate", [SENTENCE + " " + "x" * 1000, 2])[0] == "complete"
 
 
+SLOW_POST = (b"POST /gradio_api/call/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 100000\r\n\r\n")
+
+
+def _slow_bodies(monkeypatch, window_s: float = 0.5, deadline_s: float = 30.0, rate: int = 1024) -> None:
+    """The body checks shortened for a test: a window of ``window_s``, the whole body within ``deadline_s``."""
+    monkeypatch.setattr(server, "BODY_WINDOW_S", window_s)
+    monkeypatch.setattr(server, "BODY_TIMEOUT_S", deadline_s)
+    monkeypatch.setattr(server, "MIN_BODY_RATE", rate)
+
+
+def test_a_body_sent_slower_than_the_minimum_rate_is_dropped(app, monkeypatch):
+    _slow_bodies(monkeypatch)
+    with _connect(app.url) as sock:  # the issue's drip: a body announced, then a byte now and then
+        sock.sendall(SLOW_POST + b"{")
+        start = time.perf_counter()
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 408") and b"at least 1,024 are needed" in answer, answer[:300]
+    assert time.perf_counter() - start < 100  # by the rate check, not by the test's own socket timeout
+
+
+def test_a_body_not_complete_by_the_deadline_is_dropped(app, monkeypatch):
+    _slow_bodies(monkeypatch, window_s=0.3, deadline_s=1.0, rate=10)  # a rate it keeps, a deadline it misses
+    with _connect(app.url) as sock:
+        sock.sendall(SLOW_POST)
+        sock.settimeout(0.1)
+        answer = b""
+        for _ in range(100):
+            try:
+                sock.sendall(b" " * 50)
+                if chunk := sock.recv(65536):
+                    answer += chunk
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+        sock.settimeout(120)
+        answer += _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 408") and b"not complete within 1 s" in answer, answer[:300]
+
+
+def test_a_body_sent_in_pieces_at_a_normal_pace_is_answered(app, monkeypatch):
+    _slow_bodies(monkeypatch, window_s=0.5, rate=64)
+    body = json.dumps({"data": [SENTENCE, 2]}).encode() + b" " * 200  # ~1.5 s at this pace: three windows
+    with _connect(app.url) as sock:
+        sock.sendall(b"POST /gradio_api/call/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body))
+        for i in range(0, len(body), 16):  # pieces a tenth of a second apart: ~160 bytes a second
+            sock.sendall(body[i:i + 16])
+            time.sleep(0.1)
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 200") and b"event_id" in answer, answer[:300]
+
+
+def test_at_the_bound_a_stalled_connection_makes_room_for_a_new_visitor(app, monkeypatch):
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 6)
+    monkeypatch.setattr(server, "STALLED_S", 0.3)
+    socks = []
+    try:
+        for _ in range(6):  # slow bodies hold every place
+            sock = _connect(app.url)
+            sock.sendall(SLOW_POST + b"{")
+            socks.append(sock)
+        time.sleep(0.5)
+        for _ in range(3):  # each new visitor is served: the longest-stalled body gives way
+            conn = http.client.HTTPConnection(*_address(app.url), timeout=120)
+            conn.request("GET", "/config")
+            assert conn.getresponse().status == 200
+            conn.close()
+        for sock in socks:
+            sock.settimeout(0.2)
+        gave_way = []
+        for sock in socks:
+            try:
+                gave_way.append(sock.recv(1000))
+            except TimeoutError:
+                pass
+        assert sum(a.startswith(b"HTTP/1.1 503") and b"to make room" in a for a in gave_way) >= 1, gave_way
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 # ---------------------------------------------------------------------------------------- headers, connections
 def test_a_request_whose_headers_never_end_is_closed(app, monkeypatch):
     monkeypatch.setattr(server, "HEADER_TIMEOUT_S", 1.0)
@@ -117,6 +203,7 @@ def test_headers_still_incomplete_past_the_bound_are_a_400(app):
 def test_connections_past_the_bound_are_refused_at_once_and_the_server_answers_after(app, monkeypatch, capfd):
     monkeypatch.setattr(server, "HEADER_TIMEOUT_S", 2.0)
     monkeypatch.setattr(server, "MAX_CONNECTIONS", 6)
+    monkeypatch.setattr(server, "STALLED_S", 60.0)  # none of them has stalled long enough to give way
     socks = [_connect(app.url) for _ in range(30)]  # half-open: they never send a request
     try:
         refused = []

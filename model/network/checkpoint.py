@@ -60,8 +60,7 @@ def save_model(model: EncoderDecoder, folder: str | Path, dtype: torch.dtype = t
 def load_config(folder: str | Path) -> TransformerConfig:
     """``folder/config.json``, checked: known keys, sane values, a model small enough to allocate."""
     path = Path(folder) / CONFIG_FILE
-    if not path.is_file():
-        raise CheckpointError(f"{path}: config file not found; copy it from the training run or {REEXPORT}")
+    _check_file(path, "config file", f"copy it from the training run or {REEXPORT}")
     try:
         cfg = TransformerConfig.load(path)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -113,8 +112,7 @@ def check_shapes(cfg: TransformerConfig, shapes: dict[str, tuple[int, ...]], pat
 def read_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
     """Tensor names and shapes from a safetensors header, without reading the tensors."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: weights file not found; {REEXPORT}")
+    _check_file(path, "weights file", REEXPORT)
     try:
         with safe_open(str(path), framework="pt") as f:
             return {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
@@ -144,14 +142,27 @@ def load_tokenizer(folder: str | Path, cfg: TransformerConfig) -> Tokenizer:
     """``folder/tokenizer.model``, checked against the config's vocabulary size and special ids."""
     path = Path(folder) / TOKENIZER_FILE
     fix = "copy tokenizer.model from the same training run"
-    if not path.is_file():
-        raise CheckpointError(f"{path}: tokenizer file not found; {fix}")
+    _check_file(path, "tokenizer file", fix)
     try:
         tokenizer = Tokenizer(path)
         tokenizer.check_matches(cfg)
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{_one_line(exc)}; {fix}") from None
     return tokenizer
+
+
+def _check_file(path: Path, what: str, fix: str) -> None:
+    """``path`` is a regular file (a link to one is), else a CheckpointError that says what it is instead: "not found"
+    only when nothing is there."""
+    if path.is_file():
+        return
+    if path.exists():
+        fault = f"{what} is not a regular file (a folder, a device or a pipe)"
+    elif path.is_symlink():
+        fault = f"{what} is a link to nothing ({os.readlink(path)})"
+    else:
+        fault = f"{what} not found"
+    raise CheckpointError(f"{path}: {fault}; {fix}")
 
 
 def _check_folder(folder: str | Path) -> Path:

@@ -43,20 +43,35 @@ class BatchSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> BatchSettings:
-        """``ATTN_BATCH`` (0/false/off = off), ``ATTN_MAX_BATCH``, ``ATTN_BATCH_WAIT_MS``, ``ATTN_BATCH_PROCESS``
-        (0 = the batches run in the server's own process); a bad value is a ValueError naming the variable."""
+        """``ATTN_BATCH`` (1/0, on/off, true/false, yes/no), ``ATTN_MAX_BATCH`` (1-256), ``ATTN_BATCH_WAIT_MS``
+        (0-1000), ``ATTN_BATCH_PROCESS`` (0 = the batches run in the server's own process); a bad value is a
+        ValueError naming the variable, the value and what to set."""
         def on(name: str) -> bool:
-            return environ.get(name, "1").strip().lower() not in ("0", "false", "off", "no")
+            raw = environ.get(name, "").strip().lower() or "1"  # unset or empty: on
+            if raw not in SWITCH:
+                raise ValueError(f"{name} must be 1 or 0 (on/off, true/false, yes/no), not {raw[:40]!r}")
+            return SWITCH[raw]
 
-        enabled = on("ATTN_BATCH")
-        try:
-            size = int(environ.get("ATTN_MAX_BATCH", cls.max_batch_size))
-            wait_ms = float(environ.get("ATTN_BATCH_WAIT_MS", cls.max_wait_s * 1000))
-        except ValueError as exc:
-            raise ValueError(f"ATTN_MAX_BATCH must be a whole number and ATTN_BATCH_WAIT_MS a number: {exc}") from None
-        if not 1 <= size <= 256 or not 0 <= wait_ms <= 1000:
-            raise ValueError(f"ATTN_MAX_BATCH must be 1..256 and ATTN_BATCH_WAIT_MS 0..1000, got {size}, {wait_ms}")
-        return cls(enabled, size, wait_ms / 1000, on("ATTN_BATCH_PROCESS"))
+        size = _setting(environ, "ATTN_MAX_BATCH", cls.max_batch_size, 1, 256, "a whole number of requests", int)
+        wait_ms = _setting(environ, "ATTN_BATCH_WAIT_MS", cls.max_wait_s * 1000, 0, 1000, "milliseconds", float)
+        return cls(on("ATTN_BATCH"), size, wait_ms / 1000, on("ATTN_BATCH_PROCESS"))
+
+
+SWITCH = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": False, "false": False, "no": False}
+
+
+def _setting(environ: Mapping[str, str], name: str, default, lo, hi, unit: str, kind: type):
+    """The setting ``name`` as ``kind`` within [lo, hi] (``default`` when unset), else a ValueError saying so."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or not lo <= value <= hi:  # (NaN fails too)
+        raise ValueError(f"{name} must be {unit} from {lo} to {hi}, not {raw[:40]!r}")
+    return value
 
 
 class MicroBatcher:

@@ -205,9 +205,10 @@ def main(argv: list[str] | None = None) -> int:
 
             from model.network.inference import Translator
             from model.serving.batches import run_batch
-            from model.serving.cache import fixed_mmap_threshold
+            from model.serving.cache import fixed_mmap_threshold, trim_freed_memory
 
             fixed_mmap_threshold()  # a batch's maps go back to the system once sent, as in the server
+            trim_freed_memory()  # and so do the pages of its freed objects
             if args.device.startswith("cpu"):
                 torch.set_num_threads(args.threads)
             translator = Translator(args.model, device=args.device)

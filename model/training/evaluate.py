@@ -19,7 +19,7 @@ import sacrebleu
 import torch
 from tqdm import tqdm
 
-from model.cli import command
+from model.cli import ArgumentParser, beam_size, command, device_name
 from model.network.inference import ASSETS, Translator
 from model.training.data import MULTI30K, collate, read_lines, split_path
 from model.training.loop import batch_loss
@@ -51,13 +51,13 @@ def reference_loss(translator: Translator, sources: list[str], refs: list[str], 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m model.evaluate", description=__doc__.splitlines()[0])
     p.add_argument("--src", type=Path, help="English sources (default: DATA/test_2016_flickr.en.gz)")
     p.add_argument("--ref", type=Path, help="German references (default: DATA/test_2016_flickr.de.gz)")
     p.add_argument("--data", type=Path, default=MULTI30K, help="Multi30k folder for the defaults")
-    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--beam", type=beam_size, default=4, help="beam size, 1-8 (1 = greedy)")
     p.add_argument("--model", type=Path, default=ASSETS)
-    p.add_argument("--device")
+    p.add_argument("--device", type=device_name, help="cpu, cuda or cuda:N (default: cuda when present)")
     p.add_argument("--hyp-out", type=Path, help="write the translations here")
     p.add_argument("--json", type=Path, help="write score, signature and settings here")
     p.add_argument("--limit", type=int, help="only the first N sentence pairs")
@@ -65,8 +65,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be at least 1, not {args.limit}")
-    if args.beam < 1:
-        raise ValueError(f"--beam must be at least 1, not {args.beam}")
     return args
 
 

@@ -6,9 +6,10 @@
   have, 422 for a body that is not an object of its parameters; each says what to send.
 - ``POST /gradio_api/upload``: the app takes no files, and Gradio's limit (``max_file_size=0``) refuses every file but
   an empty one. Here every upload is refused alike: 413, and nothing is written.
-- ``GET /gradio_api/file=<an export>`` of an export that has since been removed (``viz.views.exports``): Gradio
-  answers 403 for any path that does not exist; an export's link answers 404 "export again", as its docstring says.
-  Only a path inside the app's export folders gets this answer (no other path is told apart from a forbidden one).
+- Every way into an event, an answer, a session's stream, a heartbeat and a file (``viz.ui.callers``): a name the app
+  does not have is a 4xx with a message; a file route serves only the app's exports (an export since removed: 404
+  "export again"). A direct run (``/gradio_api/run/<name>``) that the caller got wrong (a bad value: a message) is a
+  422, not Gradio's 500; only a fault of the server stays a 500.
 - ``GET /`` (the page): Gradio's loading screen leaves a frame loop running for as long as the page is open (60
   frames a second on an idle page). The page gets ``assets/web/frames.js`` as the first script of its ``<head>``,
   before Gradio's own, which calms that loop (the file says how).
@@ -22,26 +23,27 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 import anyio
 import brotli
+from fastapi.exceptions import RequestValidationError
 from starlette.middleware import Middleware
 
-from viz.views.exports import FOLDER_PREFIX
+from viz.ui.callers import Callers, validation_error
+from viz.ui.patches import FAULT
 from viz.views.page import WEB
 
 API = "/gradio_api"
 NO_UPLOADS = "This app takes no files: every upload is refused (empty ones too)."
-EXPORT_GONE = "This export has been removed (the app keeps the newest ones, for an hour): export again."
 ASSET_CACHE_BYTES = 32 << 20  # Gradio 6.31.0's page assets compress to ~1.5 MB
 HEAD_SCRIPT = b"<script>" + (WEB / "frames.js").read_bytes().strip() + b"</script>"
 
 
 def guarded(blocks) -> dict:
     """``demo.launch``'s ``app_kwargs`` with ``RouteGuard`` for ``blocks`` (the app)."""
-    return {"middleware": [Middleware(RouteGuard, blocks=blocks)]}
+    return {"middleware": [Middleware(RouteGuard, blocks=blocks)],
+            "exception_handlers": {RequestValidationError: validation_error}}
 
 
 class RouteGuard:
@@ -50,26 +52,58 @@ class RouteGuard:
     def __init__(self, app, blocks):
         self.app, self.blocks = app, blocks
         self.assets = CompressedAssets(app)
+        self.callers = Callers(blocks)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path, method = _route_path(scope), scope["method"]
-        if method == "POST" and path.rstrip("/") == f"{API}/upload":
-            return await _answer(send, 413, NO_UPLOADS)
-        if method == "POST" and path.startswith(f"{API}/call/v2/"):
-            body = await _read(receive)
-            refused = self.v2_problem(path[len(f"{API}/call/v2/"):].strip("/"), body)
-            if refused:
-                return await _answer(send, *refused)
-            return await self.app(scope, _replay(body, receive), send)
-        if method in ("GET", "HEAD") and path.startswith(f"{API}/file=") and self.gone(path[len(f"{API}/file="):]):
-            return await _answer(send, 404, EXPORT_GONE)
+        if method == "POST" and path.startswith(f"{API}/"):
+            return await self.post(path[len(API) + 1:].rstrip("/"), scope, receive, send)
+        if method in ("GET", "HEAD") and path.startswith((f"{API}/file=", f"{API}/file/")):
+            refused = self.callers.file_problem(path[len(f"{API}/file="):])
+            return await (_answer(send, *refused) if refused else self.app(scope, receive, send))
+        if method == "GET" and path.startswith(f"{API}/"):
+            return await self.get(path[len(API) + 1:].rstrip("/"), scope, receive, send)
         if method == "GET" and path in ("", "/"):
             return await self.app(scope, receive, _with_head_script(send))
         if method == "GET" and path.startswith("/assets/") and CompressedAssets.takes(scope):
             return await self.assets.answer(scope, receive, send, path)
         return await self.app(scope, receive, send)
+
+    async def post(self, route: str, scope, receive, send):
+        """POST /gradio_api/<route>: uploads refused; calls, joins and runs checked first."""
+        if route == "upload":
+            return await _answer(send, 413, NO_UPLOADS)
+        kind, _, name = route.partition("/")
+        if kind == "call" and not name.startswith("v2/") and "/" not in name:
+            refused = self.callers.call_problem(name)
+            return await (_answer(send, *refused) if refused else self.app(scope, receive, send))
+        if route not in ("queue/join",) and kind not in ("run", "api") and not route.startswith("call/v2/"):
+            return await self.app(scope, receive, send)
+        body = await _read(receive)
+        if route == "queue/join":
+            refused = self.callers.join_problem(body)
+        elif kind in ("run", "api"):
+            refused = self.callers.run_problem(name, body)
+            send = _caller_errors_as_422(send)
+        else:
+            refused = self.v2_problem(route[len("call/v2/"):].strip("/"), body)
+        if refused:
+            return await _answer(send, *refused)
+        return await self.app(scope, _replay(body, receive), send)
+
+    async def get(self, route: str, scope, receive, send):
+        """GET /gradio_api/<route>: an answer, a session's stream or a heartbeat the app knows nothing of."""
+        parts = route.split("/")
+        refused = None
+        if parts[0] == "call" and len(parts) in (3, 4) and (len(parts) == 3 or parts[1] == "v2"):
+            refused = self.callers.answer_problem(parts[-1])
+        elif route == "queue/data":
+            refused = self.callers.stream_problem(_query(scope).get("session_hash"))
+        elif parts[0] == "heartbeat" and len(parts) == 2:
+            return await self.callers.heartbeat(self.app, scope, receive, send, parts[1])
+        return await (_answer(send, *refused) if refused else self.app(scope, receive, send))
 
     def v2_problem(self, name: str, body: bytes) -> tuple[int, str] | None:
         """(status, message) for a v2 call Gradio cannot take, or None."""
@@ -97,20 +131,14 @@ class RouteGuard:
             return 422, f"{wanted}; missing: {', '.join(missing)}."
         return None
 
-    def gone(self, requested: str) -> bool:
-        """Whether ``requested`` (a file route's path) is an export of this app that is no longer there."""
-        cache = Path(self.blocks.GRADIO_CACHE).resolve()
-        try:
-            path = Path(unquote(requested)).resolve()
-            inside = path.relative_to(cache).parts
-        except (ValueError, OSError, RuntimeError):
-            return False
-        return bool(inside) and inside[0].startswith(FOLDER_PREFIX) and ".." not in inside and not path.exists()
-
 
 def _route_path(scope) -> str:
     path, root = scope.get("path", ""), scope.get("root_path", "")
     return path[len(root):] if root and path.startswith(root) else path
+
+
+def _query(scope) -> dict[str, str]:
+    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
 
 
 def _kind(value) -> str:
@@ -230,6 +258,29 @@ def _replay(body: bytes, receive):
         return await receive()
 
     return replayed
+
+
+def _caller_errors_as_422(send):
+    """``send`` for a direct run: Gradio 6.31.0 answers every error of one with 500; one whose message is not the
+    server's fault (``patches.FAULT``: a bad value, answered with its message) goes out as 422."""
+    held = None
+
+    async def sending(message):
+        nonlocal held
+        if message["type"] == "http.response.start" and message["status"] == 500:
+            held = message
+            return None
+        if held is not None and message["type"] == "http.response.body":
+            try:
+                error = json.loads(message.get("body", b"")).get("error")
+            except (ValueError, AttributeError):
+                error = None
+            status = 422 if isinstance(error, str) and error != FAULT else 500
+            await send({**held, "status": status})
+            held = None
+        return await send(message)
+
+    return sending
 
 
 async def _answer(send, status: int, message: str) -> None:

@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import html
 import os
+import re
 import sys
 from copy import copy
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ from typing import Any
 import gradio as gr
 import gradio.queueing as queueing
 import gradio.state_holder as state_holder
+import gradio.utils as gradio_utils
 
 from viz.ui import values
 
@@ -220,3 +222,49 @@ def escape_message(message: str) -> str:
     """A message as Gradio 6.31.0 shows it: its error and warning popups render the message as HTML (a link typed
     into a box and quoted back would be live), so the message's text is escaped."""
     return html.escape(message, quote=False)
+
+
+FAULT = "The server failed to answer this request (its log says where): try again, and report it if it happens again."
+MESSAGE_MAX = 1000  # characters of an error message; a longer one has its quoted values cut (QUOTE_MAX), then itself
+QUOTE_MAX = 40
+_QUOTED = re.compile(r"""(['"])((?:\\.|(?!\1).)*)\1""")
+
+
+def error_messages() -> None:
+    """Every error an event answers carries a message of at most ``MESSAGE_MAX`` characters, for every endpoint in one
+    place (``bounded_message``).
+
+    Gradio 6.31.0 turns an event's exception into its answer with ``gradio.utils.error_payload`` (imported by name
+    into gradio.queueing): a ``gr.Error``'s message as it is (a presenter that quoted a 1,000,000-character value whole
+    answered 1 MB), and any other exception as ``{"error": null}``, no message at all (with ``show_error=False``, which
+    keeps Python's words from visitors). Here the first is cut, and the second says the server failed (``FAULT``; the
+    log keeps the traceback, ``viz.ui.logs``)."""
+    if getattr(gradio_utils.error_payload, "bounded", False):
+        return
+    payload = gradio_utils.error_payload
+
+    def error_payload(error, show_error):
+        content = payload(error, show_error)
+        if content.get("error") is None:
+            return {**content, "error": FAULT, "visible": True, "title": "Error", "duration": None}
+        return {**content, "error": bounded_message(str(content["error"]))}
+
+    error_payload.bounded = True
+    gradio_utils.error_payload = queueing.error_payload = error_payload
+
+
+def bounded_message(message: str) -> str:
+    """``message`` as an answer may carry it: within ``MESSAGE_MAX`` characters it stays as it is; a longer one has
+    each quoted value ('…' or "…") over ``QUOTE_MAX`` characters cut (saying how long it was), then, if still too
+    long, is cut itself."""
+    if len(message) <= MESSAGE_MAX:
+        return message
+
+    def cut(match: re.Match) -> str:
+        quote, inside = match.group(1), match.group(2)
+        if len(inside) <= QUOTE_MAX:
+            return match.group(0)
+        return f"{quote}{inside[:QUOTE_MAX - 1]}…{quote} ({len(inside):,} characters)"
+
+    message = _QUOTED.sub(cut, message)
+    return message if len(message) <= MESSAGE_MAX else f"{message[:MESSAGE_MAX - 1]}…"

@@ -23,7 +23,10 @@ MAX_BYTES = 200 * 2**20  # a 100 + 100-token sentence exports ~13 MB (npz + JSON
 
 
 class ExportFolder:
-    """Exports under ``parent`` (created on the first write, one folder per ``ExportFolder``)."""
+    """Exports under ``parent`` (created on the first write, one folder per ``ExportFolder``). ``roots``: every
+    export folder this process made (the only files the app serves: ``viz.ui.callers``)."""
+
+    roots: set[Path] = set()
 
     def __init__(self, parent: str | Path, max_exports: int = MAX_EXPORTS, max_bytes: int = MAX_BYTES):
         if max_exports < 1 or max_bytes < 1:
@@ -38,6 +41,7 @@ class ExportFolder:
         if self._root is None:
             self.parent.mkdir(parents=True, exist_ok=True)
             self._root = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=self.parent))
+            ExportFolder.roots.add(self._root.resolve())
         return self._root
 
     def write(self, files: dict[str, bytes]) -> list[str]:

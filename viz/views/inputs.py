@@ -24,14 +24,12 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from model.terms import KINDS
+from model.terms import KINDS, MAX_BEAM, MAX_SCALE
 from viz.vocab import MAX_CHARS, MEAN
 
 if TYPE_CHECKING:
     from model.network.config import TransformerConfig
 
-MAX_BEAM = 8
-MAX_SCALE = 100.0
 LOG2_DK_RANGE = (0, 10)  # d_k = 1 … 1024 in the footnote-4 demo
 N_KEYS_RANGE = (2, 64)
 SEED_RANGE = (0, 2**31 - 1)

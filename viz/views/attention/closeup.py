@@ -21,8 +21,27 @@ if TYPE_CHECKING:
 
 def views(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
           layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
-          hide_special=False) -> tuple[Figure | None, Figure | None]:
-    """(overview, close-up) of the weights or of the contributions, the close-up focused."""
+          hide_special=False) -> tuple[Figure, Figure]:
+    """(overview, close-up) of the weights or of the contributions, the close-up focused; a ValueError before the
+    session has run a sentence (``no_run``)."""
+    no_run(cfg, result, kind, layer, head, measure, first, last, hide_special)
+    return _views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last, hide_special)
+
+
+def no_run(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, measure, first, last,
+           hide_special) -> None:
+    """Before the session has run a sentence: its choices checked (a bad one: its message), then the message that
+    there is nothing to draw yet (as /export says there is nothing to export)."""
+    check_focus(first, last, hide_special)
+    if result is None:
+        measures.check_measure(measure)
+        attention.check_view(cfg, kind, layer, head)
+        raise ValueError(attention.nothing_yet("draw"))
+
+
+def _views(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
+           layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
+           hide_special=False) -> tuple[Figure | None, Figure | None]:
     check_focus(first, last, hide_special)  # before any model run
     if result is None:
         return None, None
@@ -35,11 +54,9 @@ def views(cfg: TransformerConfig, contributions: measures.Contributions, result:
 
 def detail_plot(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None,
                 kind, layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
-                hide_special=False) -> Figure | None:
-    """The close-up of the weights or of the contributions, focused."""
-    check_focus(first, last, hide_special)
-    if result is None:
-        return None
+                hide_special=False) -> Figure:
+    """The close-up of the weights or of the contributions, focused (``no_run`` before the session has a run)."""
+    no_run(cfg, result, kind, layer, head, measure, first, last, hide_special)
     measure = measures.check_measure(measure)
     kind, layer, head = attention.check_view(cfg, kind, layer, head)
     shown = measures.measured(contributions, result, kind, measure)
@@ -50,17 +67,19 @@ def detail_plot(cfg: TransformerConfig, contributions: measures.Contributions, r
 def toggled(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
             layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
             hide_special=False) -> tuple[Figure | None, Figure | None, str]:
-    """The weights/contributions toggle: both figures redrawn, and the choice for the session to keep."""
+    """The weights/contributions toggle: both figures redrawn (none before a run), and the choice for the session to
+    keep."""
     measure = measures.check_measure(measure, null=None)  # the toggle's own value
-    figures = views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last,
-                    hide_special)
+    figures = _views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last,
+                     hide_special)
     return (*figures, measure)
 
 
 def after_run(cfg: TransformerConfig, contributions: measures.Contributions, result: AttentionResult | None, kind,
               layer, head, present=False, colour="fixed", measure=None, first=1, last=None,
               hide_special=False) -> tuple[Figure | None, Figure | None] | tuple[Update, Update]:
-    """After a run (/visualise draws the weights): the contributions' figures if they are chosen, else no change."""
+    """After a run (/visualise draws the weights): the contributions' figures if they are chosen, else no change
+    (none after a first run that failed)."""
     if measures.check_measure(measure) == measures.WEIGHTS:
         return SKIP, SKIP
-    return views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last, hide_special)
+    return _views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last, hide_special)

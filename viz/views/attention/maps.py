@@ -189,9 +189,14 @@ def tile_from_click(cfg: TransformerConfig, message: str) -> tuple[int, int] | N
     return layer, head
 
 
+def nothing_yet(what: str) -> str:
+    """What a call that needs the session's run says before there is one."""
+    return f"Nothing to {what} yet: visualise a sentence first."
+
+
 def export_files(exports: ExportFolder, result: AttentionResult | None) -> list[str]:
     """The session's maps as attention.npz and attention.json (the content of `python -m model.translate`),
     written as one export of ``exports`` (bounded: the oldest exports are removed); their paths."""
     if result is None:
-        raise ValueError("Nothing to export yet: visualise a sentence first.")
+        raise ValueError(nothing_yet("export"))
     return exports.write({"attention.npz": result.to_npz_bytes(), "attention.json": result.to_json().encode()})
