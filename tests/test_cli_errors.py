@@ -295,3 +295,12 @@ def test_the_app_with_a_bad_setting_ends_with_one_line(tiny_model_dir):
     env = {**os.environ, "ATTN_MAX_BATCH": "-5", "ATTN_MODEL_DIR": str(tiny_model_dir), "GRADIO_SERVER_PORT": "1"}
     proc = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert_one_line_error(proc.returncode, proc.stderr, "ATTN_MAX_BATCH")
+
+
+def test_the_labs_status_of_a_folder_that_is_not_there_is_one_line(tmp_path, capsys):
+    from model.training.lab import main as lab_main
+
+    assert lab_main(["status", "--runs", str(tmp_path / "nonexistent")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a folder of lab runs" in err
+    assert lab_main(["status", "--runs", str(tmp_path)]) == 0  # an empty folder: every run "not started"

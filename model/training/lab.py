@@ -19,7 +19,6 @@ cool-down to 0 over the second half. Which runs train where, the queue, and what
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from model.cli import command
+from model.cli import ArgumentParser, command
 from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text
 from model.training.data import MULTI30K, encode_pairs, load_pairs, make_batches
 from model.training.lab_export import INDEX, WEIGHTS_FILE, export_all, final_weights, sha256
@@ -149,7 +148,7 @@ def status(runs: Path) -> None:
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.lab", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m model.lab", description=__doc__.splitlines()[0])
     p.add_argument("action", choices=("train", "status", "export", "translate"))
     p.add_argument("--runs", type=Path, default=RUNS, help="where the runs live (default runs/lab)")
     p.add_argument("--data", type=Path, default=MULTI30K, help="Multi30k folder")
@@ -157,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="train these siblings only, in this order")
     p.add_argument("--out", type=Path, default=ROOT / "assets" / "lab", help="export: the Lab tab's folder")
     args = p.parse_args(argv)
+    if args.action == "status" and not args.runs.is_dir():
+        raise ValueError(f"{args.runs}: not a folder of lab runs (--runs; `python -m model.lab train` makes them)")
     if args.action == "train":
         return train_all(args.runs, args.data, args.only)
     if args.action == "status":
