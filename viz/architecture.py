@@ -128,12 +128,13 @@ def _dot(x: float, y: float) -> str:
     return f'<circle cx="{x:g}" cy="{y:g}" r="2.4" fill="currentColor" fill-opacity="0.8"/>'
 
 
-def _svg(width: int, height: int, body: str, label: str, m: str) -> str:
+def _svg(width: int, height: int, body: str, label: str, m: str, role: str = "img") -> str:
+    """The figure's SVG; ``role``: "img", or "group" where it holds controls (an image's parts are not reachable)."""
     head = '<path d="M0,1 L10,5 L0,9 z" fill="currentColor" fill-opacity="0.8"/>'
     defs = (f'<defs><marker id="{m}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
             f'orient="auto-start-reverse">{head}</marker></defs>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="tf-figure" viewBox="0 0 {width} {height}" width="100%" '
-            f'font-family="{FONT}" fill="currentColor" role="img" aria-label="{_attr(label)}">'
+            f'font-family="{FONT}" fill="currentColor" role="{role}" aria-label="{_attr(label)}">'
             f"<style>{CSS}</style>{defs}{body}</svg>")
 
 
@@ -292,7 +293,7 @@ def figure1_svg(cfg: TransformerConfig, src_len: int | None = None, tgt_len: int
             o.append(_note(x, y, "weights") + _note(x, y + 14, _shape(1, h, *dims)))
         o += [_note(DR + 10, 101, f"logits {_shape(1, t, v)}"), _note(DR + 10, 48, f"probabilities {_shape(1, t, v)}")]
     body = '<g transform="translate(0,18)">' + "".join(o) + "</g>"  # room above for "Output Probabilities"
-    return _svg(890, 878, body, f"Transformer architecture (Figure 1): {_summary(cfg, p['total'])}", m)
+    return _svg(890, 878, body, f"Transformer architecture (Figure 1): {_summary(cfg, p['total'])}", m, role="group")
 
 
 def figure2_svg(cfg: TransformerConfig) -> str:

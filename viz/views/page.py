@@ -43,14 +43,15 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                   "architecture": {"kind": "arch-kind", "layer": "arch-layer"},
                   "lab": {"runs": "lab-runs"}},
         "labels": {label: value for label, value in (*KIND_CHOICES, *STAT_CHOICES)},
-        "lecture": "lecture"}  # the lecture's caption bar (viz.views.lecture, lecture.js)
+        "lecture": "lecture",  # the lecture's caption bar (viz.views.lecture, lecture.js)
+        "germanText": ["target", "translation"]}  # marked lang="de" (access.js)
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn.
 SCRIPTS = ("page.js", "draw.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js", "classroom.js",
-           "inside.js", "live.js", "heads.js", "lecture.js")
+           "inside.js", "live.js", "heads.js", "lecture.js", "access.js")
 
 
 def page_script(web: Path = WEB) -> str:
