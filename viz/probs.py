@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from viz.text import escape_text, escape_token
-from viz.vocab import TEXT_COLOR, TRANSPARENT
+from viz.vocab import MARK_EDGE, TEXT_COLOR, TRANSPARENT
 
 AGREE_COLOR = "#0072b2"  # the model's first choice is the given token
 DISAGREE_COLOR = "#e69f00"  # the model would have written another token
@@ -44,7 +44,7 @@ def token_probs_spec(
         type="bar",
         x=np.arange(n),
         y=p,
-        marker=dict(color=[AGREE_COLOR if a else DISAGREE_COLOR for a in agree], line=dict(width=0)),
+        marker=dict(color=[AGREE_COLOR if a else DISAGREE_COLOR for a in agree], line=MARK_EDGE),
         text=["" if a else f"→ {t}" for a, t in zip(agree, top_shown)],
         textposition="outside",
         textangle=-90 if n > 12 else 0,

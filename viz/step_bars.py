@@ -20,7 +20,7 @@ import numpy as np
 
 from viz.axes import bare_axis
 from viz.text import escape_text, escape_token, plain_token
-from viz.vocab import MEAN, TEXT_COLOR, TRANSPARENT
+from viz.vocab import MARK_EDGE, MEAN, TEXT_COLOR, TRANSPARENT
 
 if TYPE_CHECKING:  # for the type hints only
     from model.probes.steps import DecodeSteps
@@ -84,7 +84,7 @@ def _bars(values: np.ndarray, labels: list[str], what: str) -> dict:
         type="bar",
         x=np.arange(len(values)),
         y=np.asarray(values, dtype=np.float32),
-        marker=dict(color=BAR_COLOR),
+        marker=dict(color=BAR_COLOR, line=MARK_EDGE),
         customdata=labels,
         hovertemplate=f"{escape_text(what)} %{{x}}: %{{customdata}}<br>weight %{{y:.3f}}<extra></extra>",
     )
@@ -138,7 +138,7 @@ def top5_spec(steps: DecodeSteps, t: int) -> dict:
         orientation="h",
         x=probs.astype(np.float32),
         y=np.arange(len(probs)),
-        marker=dict(color=[CHOSEN_COLOR if c else BAR_COLOR for c in chosen]),
+        marker=dict(color=[CHOSEN_COLOR if c else BAR_COLOR for c in chosen], line=MARK_EDGE),
         text=[prob_text(float(p)) for p in probs],
         textposition="outside",
         cliponaxis=False,

@@ -23,6 +23,11 @@ AXIS_LABELS = {  # (rows, columns) of each kind's maps: (query side, key side)
 MEAN = 0  # the head selectors' "mean over heads" (an API's null means it too)
 MAX_CHARS = 2000  # per sentence, as the page's text boxes allow (the model reads the first MAX_TOKENS tokens)
 
-# Figures: transparent backgrounds and mid-grey text read on light and dark pages alike.
+# Figures: transparent backgrounds and mid-grey text read on light and dark pages alike. The page draws every figure's
+# text in its own text colour (assets/web/draw.js, app.css: #888 is 3.54:1 on white, under WCAG's 4.5:1), an export in
+# dark grey on white (assets/web/export.js); TEXT_COLOR stays the colour of lines and marks drawn in the text's grey.
 TEXT_COLOR = "#888888"
+# The edge of a mark filled in a light colour (bars in Okabe–Ito sky blue or orange, 2.3:1 on white): 3.54:1 on white,
+# 4.20:1 on the dark theme's #27272a, over WCAG's 3:1 for graphics
+MARK_EDGE = dict(color=TEXT_COLOR, width=1)
 TRANSPARENT = "rgba(0,0,0,0)"

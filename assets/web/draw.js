@@ -24,6 +24,10 @@
    from what the server sent; a figure in a hidden tab, as its tab shows. So does a change of the theme while in
    presentation mode (the system's colour scheme switched with the page open: the texts' colour was the old theme's).
 
+   Outside presentation mode too, a figure's own font is drawn in the page's text colour (the figures' #888 was 3.54:1
+   on white), and drawn again as the theme changes; an export draws it dark on white (export.js). Where the visitor's
+   system asks for reduced motion, plotly draws without transitions.
+
    A feature may draw another figure in a figure's place (shared.drawHooks): a hook(gd, data, layout, config) returns
    null, or the data and layout to draw (and to keep as sent) instead (inside.js: a figure it drew in place of
    the Plot's, which Gradio draws again). */
@@ -31,6 +35,7 @@
   shared.drawHooks = [];
   const PRESENT_PX = 16, PRESENT_TITLE_PX = 20;
   const presenting = () => document.body.classList.contains('attn-present');
+  const stillness = matchMedia('(prefers-reduced-motion: reduce)');
   const bigger = (font, px) => {  // a font at px or more (a size per point too)
     const size = font && font.size;
     if (Array.isArray(size)) {
@@ -164,9 +169,9 @@
     const now = [layout.margin, (layout.xaxis || {}).tickangle];
     if (JSON.stringify(now) !== was) window.Plotly.relayout(gd, {margin: now[0], 'xaxis.tickangle': now[1]});
   }));
-  // Presentation mode switched, or its text colour (the theme): a shown figure is drawn again from what the server
+  // Presentation mode switched, or the text colour (the theme): a shown figure is drawn again from what the server
   // sent, a hidden one as it shows
-  const ink = (gd) => (presenting() ? getComputedStyle(gd).color : null);
+  const ink = (gd) => getComputedStyle(gd).color;  // the theme's text colour where the figure is
   const redraw = (gd) => {
     if (!gd.isConnected || !gd.clientWidth || !gd.attnSent) return;
     if (gd.attnPresent === presenting() && gd.attnInk === ink(gd)) return;
@@ -196,6 +201,8 @@
         gd.attnInk = ink(gd);
         let grown = false;
         if (gd.attnPresent && layout) [data, layout, grown] = presentDraw(gd, data, layout);
+        else if (layout) layout = {...layout, font: {...(layout.font || {}), color: gd.attnInk}};
+        if (layout && stillness.matches) layout = {...layout, transition: {duration: 0}};
         if (grown) refit.unobserve(gd);
         else if (fitMargins(gd, layout)) refit.observe(gd);
         presentation.observe(gd);

@@ -1,7 +1,7 @@
 """Presentation mode measured in the page: every visible text at least 16 px as rendered, at a contrast of at least
 4.5:1 against what is drawn behind it, and no two texts of a figure over each other or past its figure
-(``PRESENT_PROBLEMS``, ``measure``). Used by tests/test_browser_present.py (each tab) and
-tests/test_browser_lecture.py (each stop of the lecture, what is on screen).
+(``PRESENT_PROBLEMS``, ``measure``); any other view: the contrast alone. Used by tests/test_browser_axe.py (each tab
+in each view) and tests/test_browser_lecture.py (each stop of the lecture, what is on screen).
 
 - a text's size: its computed font size × the scale its SVG is drawn at (Figure 1 is drawn smaller than its
   viewBox on a narrow page), and so for a part of an SVG text in a size of its own (a <tspan>);
@@ -22,7 +22,7 @@ LEAST_PX, LEAST_CONTRAST = 16, 4.5
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose")  # figures, their texts and the Markdown
 
 # What is wrong with the open tab in presentation mode: {texts, smallest, lowest, problems}.
-PRESENT_PROBLEMS = """async ([leastPx, leastContrast, onScreen]) => {
+PRESENT_PROBLEMS = """async ([leastPx, leastContrast, onScreen, layout]) => {
     const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.offsetParent);
     const roots = onScreen ? [document.body] : [panel, document.querySelector('[role=tablist]')].filter(Boolean);
     // on screen: what the screen shows (the lecture: above its caption bar, fixed at the bottom, and the bar)
@@ -155,7 +155,7 @@ PRESENT_PROBLEMS = """async ([leastPx, leastContrast, onScreen]) => {
     }
     const apart = (a, b) => a.right <= b.left + 1 || b.right <= a.left + 1 || a.bottom <= b.top + 1
         || b.bottom <= a.top + 1;
-    for (const [fig, list] of figures) {
+    for (const [fig, list] of layout ? figures : []) {
         const box = fig.getBoundingClientRect();
         // the figure's label (Gradio's badge over its top-left corner) clear of its texts
         const label = fig.closest('.block')?.querySelector('[data-testid=block-label]');
@@ -202,7 +202,8 @@ PRESENT_PROBLEMS = """async ([leastPx, leastContrast, onScreen]) => {
 
 
 
-def measure(page: Page, on_screen: bool = False) -> dict:
+def measure(page: Page, on_screen: bool = False, least_px: float = LEAST_PX, layout: bool = True) -> dict:
     """What is wrong in presentation mode: {texts, smallest, lowest, problems}. Of the open tab (its panel and the
-    tab names), or (``on_screen``) of whatever the screen shows now, the lecture's caption bar included."""
-    return page.evaluate(PRESENT_PROBLEMS, [LEAST_PX, LEAST_CONTRAST, on_screen])
+    tab names), or (``on_screen``) of whatever the screen shows now, the lecture's caption bar included. The contrast
+    alone (any other view): ``least_px=0``, ``layout=False`` (no check of texts over each other or past a figure)."""
+    return page.evaluate(PRESENT_PROBLEMS, [least_px, LEAST_CONTRAST, on_screen, layout])

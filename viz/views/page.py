@@ -50,14 +50,15 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         # Each tab's main figure, for its skip link: the first of its Plot ids that is shown
         "mainFigures": {"attention": ["overview"], "decoding": ["decode-top5"], "scaling": ["variance"],
                         "inside": ["in-scores", "in-m-weights"], "heads": ["heads-grid"], "architecture": ["figure1"],
-                        "lab": ["lab-curves"]}}
+                        "lab": ["lab-curves"]},
+        "germanText": ["target", "translation"]}  # marked lang="de" (access.js)
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn; a11y.js next: its keys come first.
 SCRIPTS = ("page.js", "draw.js", "a11y.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js",
-           "classroom.js", "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js")
+           "classroom.js", "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js", "access.js")
 
 
 def page_script(web: Path = WEB) -> str:

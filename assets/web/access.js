@@ -1,0 +1,42 @@
+/* What Gradio's page (6.31.0) leaves out for assistive technology, added as its elements appear (shared.onChange):
+   - the German text's language: lang="de" on the target box and the translation, so that a screen reader pronounces
+     them as German (page.germanText: their element ids);
+   - an empty plot's or file's placeholder (Gradio's Empty: a div with aria-label="Empty value" and no role, which
+     ARIA forbids) gets role="img", so that its label is read;
+   - a block that scrolls (a wide table on a phone: overflow auto, its content larger than its box) and holds nothing
+     focusable takes a Tab stop (tabindex="0", a region named by its first line), so that it can be scrolled from the
+     keyboard (WCAG 2.1.1); it gives the stop up once its content fits again. Checked as a block changes size; a
+     few pixels over (a status line's rounding) are not a scroll region. */
+(page, {onChange}) => {
+  const german = page.germanText.map((id) => `#${id} textarea:not([lang]), #${id} input:not([lang])`).join(', ');
+  const SLACK = 13;  // px over that hide nothing (a status line rounded up, room for a focus ring)
+  const FOCUSABLE = 'a[href], button, input, select, textarea, [tabindex]:not([data-attn-scroll])';
+  const scrolls = (e) => {
+    const cs = getComputedStyle(e);
+    const x = /auto|scroll/.test(cs.overflowX) && e.scrollWidth > e.clientWidth + SLACK;
+    const y = /auto|scroll/.test(cs.overflowY) && e.scrollHeight > e.clientHeight + SLACK;
+    return (x || y) && !e.querySelector(FOCUSABLE);
+  };
+  const reachable = (e) => {
+    if (scrolls(e)) {
+      if (e.hasAttribute('data-attn-scroll')) return;
+      e.setAttribute('data-attn-scroll', '');
+      e.setAttribute('tabindex', '0');
+      e.setAttribute('role', 'region');
+      e.setAttribute('aria-label', `${(e.innerText || '').trim().split('\n')[0].slice(0, 60)} (scrolls)`);
+    } else if (e.hasAttribute('data-attn-scroll')) {
+      for (const name of ['data-attn-scroll', 'tabindex', 'role', 'aria-label']) e.removeAttribute(name);
+    }
+  };
+  const sized = new ResizeObserver((entries) => entries.forEach(({target}) => target.isConnected && reachable(target)));
+  const watched = new WeakSet();
+  onChange(() => {
+    for (const box of document.querySelectorAll(german)) box.setAttribute('lang', 'de');
+    for (const empty of document.querySelectorAll('.empty[aria-label]:not([role])')) empty.setAttribute('role', 'img');
+    for (const block of document.querySelectorAll('.block, .prose table')) {
+      if (watched.has(block)) continue;
+      watched.add(block);
+      sized.observe(block);
+    }
+  });
+}

@@ -1,0 +1,165 @@
+"""The accessibility sweep's parts: axe-core in the page (the copy the PyPI package ``axe-playwright-python`` bundles,
+injected once per document), the views the sweep measures a tab in, switched in place on one loaded page, and the
+check that a page reflows at 320 CSS px (WCAG 1.4.10: 1280 px at 400 % zoom).
+
+A view is a theme (light, dark: the system's colour scheme, which Gradio follows while the page is open) and a size (a
+projector's 1280×720, a phone's 390×844), in presentation mode or not (the Attention tab's checkbox). ``VIEWS`` orders
+the four of a mode so that each differs from the one before it in one thing (the page redraws its figures once per
+change); a tab goes through them forwards or backwards, handing its last view on to the next tab.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import axe_playwright_python
+from playwright.sync_api import Page
+
+from helpers.browser import wait_idle
+from helpers.scripts import still
+
+AXE_JS = Path(axe_playwright_python.__file__).parent / "axe.min.js"
+AXE_VERSION = re.search(r"axe v([\d.]+)", AXE_JS.read_text()[:200]).group(1)
+# WCAG 2.0 and 2.1, levels A and AA: the rules axe runs (its best practices and AAA rules are left out)
+WCAG_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
+WIDE, PHONE, NARROW = (1280, 720), (390, 844), (320, 640)
+# Figures, their texts, the Markdown and the tab names keeping still
+STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
+
+
+class View(NamedTuple):
+    dark: bool
+    size: tuple[int, int]
+
+    def __str__(self) -> str:
+        return f"{'dark' if self.dark else 'light'} {self.size[0]}x{self.size[1]}"
+
+
+VIEWS = (View(False, WIDE), View(True, WIDE), View(True, PHONE), View(False, PHONE))
+
+
+def route(page: Page, views: tuple[View, ...]) -> tuple[View, ...]:
+    """``views`` forwards or backwards: from the end nearest to the page's view now (the same, else the same size)."""
+    now = View(page.evaluate("() => document.body.classList.contains('dark')"),
+               (page.viewport_size["width"], page.viewport_size["height"]))
+    near = lambda view: (view == now, view.size == now.size)  # noqa: E731
+    return views if near(views[0]) >= near(views[-1]) else views[::-1]
+
+# axe on the page as shown: the other tabs' panels left out (hidden, they are not what anyone meets; leaving them out
+# takes a third off each run)
+AXE_RUN = """async ([tags, contrast]) => {
+    const hidden = [...document.querySelectorAll('[role=tabpanel]')].filter((p) => !p.offsetParent);
+    const found = await axe.run({exclude: hidden}, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'],
+                                                   rules: {'color-contrast': {enabled: contrast}}});
+    return found.violations.map((v) => ({id: v.id, nodes: v.nodes.map((n) => [n.target.join(' '),
+                                                                              n.failureSummary.slice(0, 200)])}));
+}"""
+
+
+def axe(page: Page, contrast: bool = True) -> dict[str, list[tuple[str, str]]]:
+    """axe-core's WCAG 2.0/2.1 A + AA violations on the page as it shows now: rule id -> [(element, why)].
+    ``contrast=False`` leaves out its color-contrast rule (over half of a run's time)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(content=AXE_JS.read_text())
+    return {v["id"]: [tuple(n) for n in v["nodes"]] for v in page.evaluate(AXE_RUN, [list(WCAG_TAGS), contrast])}
+
+
+def set_view(page: Page, view: View) -> None:
+    """The page switched to ``view`` in place (only what differs), until its figures and texts keep still."""
+    if page.viewport_size != {"width": view.size[0], "height": view.size[1]}:
+        page.set_viewport_size({"width": view.size[0], "height": view.size[1]})
+    if page.evaluate("() => document.body.classList.contains('dark')") != view.dark:
+        page.emulate_media(color_scheme="dark" if view.dark else "light")
+        page.wait_for_function("(dark) => document.body.classList.contains('dark') === dark", arg=view.dark)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.evaluate(STILL)
+
+
+def set_present(page: Page, on: bool) -> None:
+    """Presentation mode switched by its checkbox, on the Attention tab (where it is, open), until drawn and still."""
+    box = page.locator("#present input[type=checkbox]")
+    if box.is_checked() != on:
+        box.click()
+    page.wait_for_function("(on) => document.body.classList.contains('attn-present') === on", arg=on)
+    wait_idle(page)  # (the Attention tab's figures come again, drawn for a projector or not)
+    page.evaluate(STILL)
+
+
+# What sticks out past a page's width (its own horizontal scrolling): the elements that end right of the viewport and
+# are not inside a box that scrolls or clips them. [] when the page reflows.
+OVERFLOW = """() => {
+    const root = document.documentElement;
+    if (root.scrollWidth <= root.clientWidth + 1) return [];
+    const held = (e) => { for (let p = e.parentElement; p && p !== document.body; p = p.parentElement)
+        if (getComputedStyle(p).overflowX !== 'visible') return true; return false; };
+    return [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > innerWidth + 1
+        && e.checkVisibility() && !held(e)).slice(0, 5)
+        .map((e) => `${e.tagName}#${e.id}.${String(e.className).slice(0, 40)} to ${e.getBoundingClientRect().right}`);
+}"""
+
+
+def overflow(page: Page) -> list[str]:
+    """At 320 CSS px wide: what makes the open tab scroll sideways (WCAG 1.4.10); [] when it reflows."""
+    page.set_viewport_size({"width": NARROW[0], "height": NARROW[1]})
+    page.evaluate(STILL)
+    return page.evaluate(OVERFLOW)
+
+
+# The tabs in the order visited (and two more views of two of them, each visited from its tab: ``OTHER_VIEWS``), and
+# what shows that each is drawn (selectors; Lab: its summary, with or without its training curves)
+TABS = {
+    "attention": ("#overview .main-svg", "#detail .main-svg"),
+    "attention-masked": ("#overview .legend text", "#detail .legend text"),  # decoder self-attention: its mask's key
+    "decoding": ("#decode-top5 .main-svg", "#decode-self .main-svg", "#decode-cross .main-svg"),
+    "scaling": ("#variance .main-svg", "#histogram .main-svg", "#softmax-weights .main-svg", "#curves .main-svg",
+                "#live-entropy .main-svg"),
+    "inside": ("#in-scores .main-svg", "#in-figure2 .main-svg", "#in-projections .main-svg",
+               "#in-head_output .main-svg", "#in-contributions .main-svg", "#in-footnote4 .main-svg"),
+    "inside-matrix": ("#in-m-projections .main-svg", "#in-m-scores .main-svg", "#in-m-weights .main-svg",
+                      "#in-m-output .main-svg"),
+    "heads": ("#heads-grid .main-svg", "#rollout-enc .hm image", "#rollout-cross .hm image"),
+    "architecture": ("#figure1 svg [data-attention='cross']", "#figure2 svg"),
+    "lab": ("#lab-summary",),
+    "model-card": (),
+}
+OTHER_VIEWS = {"attention-masked", "inside-matrix"}  # their texts measured too (axe: as their tab)
+# … and page functions
+DRAWN = {
+    "lab": "() => !!document.querySelector('#lab-heads .main-svg') || (document.querySelector('#lab-summary')"
+           "?.textContent || '').includes('still training')",
+    "model-card": "() => [...document.querySelectorAll('[role=tabpanel]')].some((p) => p.offsetParent"
+                  " && p.querySelector('.prose table'))",
+}
+
+
+def open_how_to_read(page: Page) -> None:
+    """Unfold the open tab's closed accordions (the How-to-read text), so that their text is measured too."""
+    page.evaluate("""() => {
+        const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.offsetParent);
+        for (const b of panel.querySelectorAll('button.label-wrap:not(.open)')) b.click();
+        for (const d of panel.querySelectorAll('details:not([open])')) d.open = true;
+    }""")
+
+
+def visit(page: Page, tab: str) -> None:
+    """Open ``tab`` by its button (Inside a head's whole matrices and the Attention tab's decoder self-attention: by
+    their choice on their tab, which is open), until it is drawn and still."""
+    if tab == "inside-matrix":
+        page.locator("#in-view label", has_text="Whole matrices").click()
+    elif tab == "attention-masked":
+        page.locator("#kind input[value='decoder_self']").check()
+    else:
+        page.locator(f"[role=tab][data-tab-id='{tab}']").click()
+        page.wait_for_function(f"() => document.querySelector(\"[role=tab][data-tab-id='{tab}']\")"
+                               "?.getAttribute('aria-selected') === 'true'")
+        own = {"inside": "#in-view input[value='query']", "attention": "#kind input[value='cross']"}
+        if tab in own and not page.locator(own[tab]).is_checked():  # (as the tab opens: one query; cross-attention)
+            page.locator(own[tab]).check()
+    for selector in TABS[tab]:
+        page.locator(selector).first.wait_for(state="visible")
+    if tab in DRAWN:
+        page.wait_for_function(DRAWN[tab])
+    open_how_to_read(page)
+    page.evaluate(STILL)
