@@ -38,10 +38,12 @@ import httpx
 
 from bench.capacity import distinct_text
 from bench.common import ROOT, app_process, stats, visualise_args
+from bench.page_loads import record_page_load
 
 HALL, PER_CLIENT = 100, 3
 PAGES, PAGES_WITHIN_S = 100, 10.0
 FLOOD = 300
+FLOOD_CONNECTIONS = 32  # a script's pool (the server answers 503 past 256 connections from one address)
 STOP = 3  # the lecture stop the hall opens: its load sends the most events of the stops recorded (1, 3, 7)
 HALL_AT, FLOOD_AT, VISITOR_AT = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 VISITOR_GAP_S = 0.25  # between the visitor's requests
@@ -52,80 +54,11 @@ ABLATION = ["A dog runs in the park.", ["cross:1:1"]]
 TIMEOUT_S = 600.0
 
 
-# ------------------------------------------------------------------------------------------------ recording
-HOOK = r"""(() => {
-  const log = window.__hallLog = [];
-  const now = () => performance.now();
-  const fetch0 = window.fetch;
-  window.fetch = async function (input, init) {
-    const url = typeof input === 'string' ? input : input.url;
-    const sent = /queue\/join|run\/predict/.test(url) ? {url, at: now(), body: init && init.body} : null;
-    if (sent) log.push(sent);
-    const resp = await fetch0.apply(this, arguments);
-    if (sent && /queue\/join/.test(url)) resp.clone().json().then(j => { sent.event_id = j.event_id; });
-    if (sent && /run\/predict/.test(url)) resp.clone().text().then(() => { sent.done = now(); });
-    if (/queue\/data/.test(url) && resp.body) {
-      const [mine, theirs] = resp.body.tee();
-      const reader = theirs.getReader(), text = new TextDecoder();
-      let buffer = '';
-      (async () => { for (;;) {
-        const {done, value} = await reader.read();
-        if (done) return;
-        buffer += text.decode(value, {stream: true});
-        let end;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const line = buffer.slice(0, end); buffer = buffer.slice(end + 2);
-          if (!line.startsWith('data:')) continue;
-          const m = JSON.parse(line.slice(5));
-          if (m.msg === 'process_completed') log.push({completed: m.event_id, at: now()});
-        }
-      } })();
-      return new Response(mine, {status: resp.status, statusText: resp.statusText, headers: resp.headers});
-    }
-    return resp;
-  };
-})();"""
-
-
-def record_page_load(url: str, link: str, settle_ms: int = 12_000) -> list[dict]:
-    """What Chromium's page sends as it loads ``url + link`` (the second load, in a fresh context: the first warms the
-    app): steps ``{"path", "body", "after"}`` in the order sent, ``after`` the steps whose answers were in before it
-    was sent."""
-    from playwright.sync_api import sync_playwright  # a test requirement only
-
-    from bench.browser import CHROMIUM, CHROMIUM_ARGS
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            for _ in range(2):
-                context = browser.new_context(viewport={"width": 1280, "height": 720})
-                context.add_init_script(HOOK)
-                page = context.new_page()
-                page.goto(url + link)
-                page.wait_for_timeout(settle_ms)
-                log = page.evaluate("() => window.__hallLog")
-                context.close()
-        finally:
-            browser.close()
-    completed = {e["completed"]: e["at"] for e in log if "completed" in e}
-    sent = [e for e in log if "url" in e]
-    done_at = [completed.get(e.get("event_id"), e.get("done", float("inf"))) for e in sent]
-    steps = []
-    for e in sent:
-        body = json.loads(e["body"])
-        body.pop("session_hash", None)
-        steps.append({"path": "/gradio_api/" + ("queue/join" if "queue/join" in e["url"] else "run/predict"),
-                      "body": body, "after": [j for j, at in enumerate(done_at) if at < e["at"]]})
-    if not steps or any(at == float("inf") for at in done_at):
-        raise RuntimeError(f"the recorded page load of {link} is incomplete: {log}")
-    return steps
-
-
 # ---------------------------------------------------------------------------------------------- the clients
 def _client(address: str) -> httpx.AsyncClient:
     transport = httpx.AsyncHTTPTransport(local_address=address, retries=0,
-                                         limits=httpx.Limits(max_connections=None, max_keepalive_connections=400))
+                                         limits=httpx.Limits(max_connections=None, max_keepalive_connections=400,
+                                                                     keepalive_expiry=1.0))  # < the server's 5 s
     return httpx.AsyncClient(transport=transport, timeout=TIMEOUT_S)
 
 
@@ -141,23 +74,26 @@ async def _sse(client: httpx.AsyncClient, url: str):
 
 
 async def call(client: httpx.AsyncClient, url: str, name: str, data: list) -> tuple[str, str]:
-    """POST /gradio_api/call/<name>, then its answer: ("complete" | "error" | "refused <status>", detail)."""
-    resp = await client.post(f"{url}gradio_api/call/{name}", json={"data": data})
-    if resp.status_code != 200:
-        return f"refused {resp.status_code}", resp.text[:300]
-    event, outcome = None, ("none", "")
-    async with client.stream("GET", f"{url}gradio_api/call/{name}/{resp.json()['event_id']}") as answer:
-        async for line in answer.aiter_lines():
-            if line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:") and event in ("complete", "error"):
-                outcome = (event, line[5:].strip()[:300])
-                break
+    """POST /gradio_api/call/<name>, then its answer: ("complete" | "error" | "refused <status>" | "failed", detail)."""
+    try:
+        resp = await client.post(f"{url}gradio_api/call/{name}", json={"data": data})
+        if resp.status_code != 200:
+            return f"refused {resp.status_code}", resp.text[:300]
+        event, outcome = None, ("none", "")
+        async with client.stream("GET", f"{url}gradio_api/call/{name}/{resp.json()['event_id']}") as answer:
+            async for line in answer.aiter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:") and event in ("complete", "error"):
+                    outcome = (event, line[5:].strip()[:300])
+                    break
+    except httpx.HTTPError as exc:
+        return "failed", f"{type(exc).__name__}: {exc}"[:300]
     return outcome
 
 
-async def hall(url: str, args: Callable[[int], list], log: Callable[[str], None]) -> dict:
-    """``HALL`` clients at ``HALL_AT``, each ``PER_CLIENT`` requests of /visualise one after another, all at once."""
+async def hall(url: str, args: Callable[[int], list], log: Callable[[str], None], clients: int = HALL) -> dict:
+    """``clients`` at ``HALL_AT``, each ``PER_CLIENT`` requests of /visualise one after another, all at once."""
     latencies, outcomes, refusals = [], Counter(), []
     async with _client(HALL_AT) as client:
         async def student(c: int) -> None:
@@ -171,26 +107,26 @@ async def hall(url: str, args: Callable[[int], list], log: Callable[[str], None]
                     refusals.append(f"{outcome}: {detail}")
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(student(c) for c in range(HALL)))
+        await asyncio.gather(*(student(c) for c in range(clients)))
         wall = time.perf_counter() - t0
-    out = {"requests": HALL * PER_CLIENT, "outcomes": dict(outcomes), "wall_s": wall, "examples": refusals,
-           **_ms(latencies)}
+    out = {"clients": clients, "requests": clients * PER_CLIENT, "outcomes": dict(outcomes), "wall_s": wall,
+           "examples": refusals, **_ms(latencies)}
     log(f"    hall: {out}")
     return out
 
 
-async def pages(url: str, link: str, steps: list[dict], log: Callable[[str], None]) -> dict:
-    """``PAGES`` page loads of ``link`` at ``HALL_AT``, one every ``PAGES_WITHIN_S`` / ``PAGES`` s."""
+async def pages(url: str, link: str, steps: list[dict], log: Callable[[str], None], count: int = PAGES) -> dict:
+    """``count`` page loads of ``link`` at ``HALL_AT``, evenly spread over ``PAGES_WITHIN_S``."""
     async with _client(HALL_AT) as client:
         async def later(i: int) -> dict:
-            await asyncio.sleep(i * PAGES_WITHIN_S / PAGES)
+            await asyncio.sleep(i * PAGES_WITHIN_S / count)
             return await page_load(client, url, link, steps)
 
         t0 = time.perf_counter()
-        loads = await asyncio.gather(*(later(i) for i in range(PAGES)))
+        loads = await asyncio.gather(*(later(i) for i in range(count)))
         wall = time.perf_counter() - t0
     complete = [p for p in loads if p["complete"]]
-    out = {"pages": PAGES, "complete": len(complete), "events_per_page": len(steps), "wall_s": wall,
+    out = {"pages": count, "complete": len(complete), "events_per_page": len(steps), "wall_s": wall,
            "first_figure": _ms([p["first_figure_s"] for p in loads if p["first_figure_s"] is not None]),
            "page": _ms([p["page_s"] for p in complete]),
            "failures": Counter(f for p in loads for f in p["failures"]).most_common(3)}
@@ -260,13 +196,17 @@ async def page_load(client: httpx.AsyncClient, url: str, link: str, steps: list[
 
 
 async def flood(url: str) -> dict:
-    """``FLOOD`` POSTs of /ablate at once from ``FLOOD_AT`` (the answers of those accepted are not read)."""
+    """``FLOOD`` POSTs of /ablate at once from ``FLOOD_AT``, over ``FLOOD_CONNECTIONS`` connections (the answers of
+    those accepted are not read)."""
     async with _client(FLOOD_AT) as client:
+        connections = asyncio.Semaphore(FLOOD_CONNECTIONS)
+
         async def one(i: int) -> tuple[int, str]:
-            try:
-                resp = await client.post(f"{url}gradio_api/call/ablate", json={"data": ABLATION})
-            except httpx.HTTPError as exc:
-                return 0, type(exc).__name__
+            async with connections:
+                try:
+                    resp = await client.post(f"{url}gradio_api/call/ablate", json={"data": ABLATION})
+                except httpx.HTTPError as exc:
+                    return 0, type(exc).__name__
             return resp.status_code, resp.text[:200]
 
         answers = await asyncio.gather(*(one(i) for i in range(FLOOD)))
@@ -278,31 +218,36 @@ class Visitor(threading.Thread):
     """The lone visitor at ``VISITOR_AT``: one /visualise of a new sentence after another (``VISITOR_GAP_S``
     apart) until ``stop`` is set, over blocking HTTP in a thread of its own."""
 
-    def __init__(self, url: str, first: int, data: list[list]):
+    def __init__(self, url: str, data: list[list]):
         super().__init__(daemon=True)
         parsed = urlparse(url)
-        self.host, self.port, self.first = parsed.hostname, parsed.port, first
+        self.host, self.port = parsed.hostname, parsed.port
         self.data, self.stop, self.latencies, self.outcomes = data, threading.Event(), [], Counter()
 
     def one(self, i: int) -> None:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=TIMEOUT_S, source_address=(VISITOR_AT, 0))
         t0 = time.perf_counter()
         try:
-            conn.request("POST", "/gradio_api/call/visualise", json.dumps({"data": self.data[i]}),
-                         {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            answer = resp.read()
-            if resp.status != 200:
-                self.outcomes[f"refused {resp.status}"] += 1
-                return
-            conn.request("GET", f"/gradio_api/call/visualise/{json.loads(answer)['event_id']}")
-            text = conn.getresponse().read().decode("utf-8", "replace")
+            outcome = self.ask(conn, self.data[i])
+        except (OSError, http.client.HTTPException) as exc:
+            outcome = f"failed {type(exc).__name__}"
         finally:
             conn.close()
-        outcome = "complete" if "event: complete" in text else "error"
         self.outcomes[outcome] += 1
         if outcome == "complete":
             self.latencies.append(time.perf_counter() - t0)
+
+    @staticmethod
+    def ask(conn: http.client.HTTPConnection, data: list) -> str:
+        conn.request("POST", "/gradio_api/call/visualise", json.dumps({"data": data}),
+                     {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        answer = resp.read()
+        if resp.status != 200:
+            return f"refused {resp.status}"
+        conn.request("GET", f"/gradio_api/call/visualise/{json.loads(answer)['event_id']}")
+        text = conn.getresponse().read().decode("utf-8", "replace")
+        return "complete" if "event: complete" in text else "error"
 
     def run(self) -> None:
         i = 0
@@ -326,7 +271,9 @@ def _ms(samples: list[float]) -> dict:
 
 # ----------------------------------------------------------------------------------------------- the parts
 def run(quick: bool = False, log: Callable[[str], None] = print, checkout: Path = ROOT) -> dict:
-    """Every part against one app (the module docstring); ``checkout``: the copy of the app to serve."""
+    """Every part against one app (the module docstring); ``checkout``: the copy of the app to serve; ``quick``: a
+    quarter of the clients and pages."""
+    clients, count = (HALL // 4, PAGES // 4) if quick else (HALL, PAGES)
     link = f"?lecture=1&stop={STOP}"
     with app_process(("app.py",), timeout=START_S, checkout=checkout) as app:
         url = app.url
@@ -343,7 +290,7 @@ def run(quick: bool = False, log: Callable[[str], None] = print, checkout: Path 
         offset = iter(range(0, 10_000, 200))
 
         def visitor() -> Visitor:
-            v = Visitor(url, 0, visitor_data[next(offset):])
+            v = Visitor(url, visitor_data[next(offset):])
             v.start()
             return v
 
@@ -353,9 +300,9 @@ def run(quick: bool = False, log: Callable[[str], None] = print, checkout: Path 
             time.sleep(0.1)
         out = {"link": link, "events_per_page": len(steps), "visitor_alone": lone.result()}
         log(f"  hall: the visitor alone {out['visitor_alone']}")
-        for part, work in (("hall", lambda: hall(url, lambda i: args(i), log)),
-                           ("pages", lambda: pages(url, link, steps, log)),
-                           ("flood", lambda: _with_flood(url, lambda i: args(10_000 + i), log))):
+        for part, work in (("hall", lambda: hall(url, args, log, clients)),
+                           ("pages", lambda: pages(url, link, steps, log, count)),
+                           ("flood", lambda: _with_flood(url, lambda i: args(10_000 + i), log, clients))):
             during = visitor()
             out[part] = asyncio.run(work())
             out[part]["visitor"] = during.result()
@@ -363,9 +310,9 @@ def run(quick: bool = False, log: Callable[[str], None] = print, checkout: Path 
     return out
 
 
-async def _with_flood(url: str, args: Callable[[int], list], log: Callable[[str], None]) -> dict:
+async def _with_flood(url: str, args: Callable[[int], list], log: Callable[[str], None], clients: int) -> dict:
     flooded = asyncio.ensure_future(flood(url))
-    result = await hall(url, args, log)
+    result = await hall(url, args, log, clients)
     result["flood"] = await flooded
     log(f"    flood: {result['flood']}")
     return result
@@ -387,10 +334,10 @@ def rows(r: dict) -> list[tuple[str, str, str, str]]:
     refused_f = f["requests"] - f["outcomes"].get("complete", 0)
     goal_p95 = GOALS["hall_p95_s"] * 1000
     out = [
-        (f"Hall: {HALL} clients × {PER_CLIENT} distinct sentences through /visualise from one address: answers; "
-         "p50 / p95", f"{answered(h)}; {h['median_ms']:.0f} / {h['p95_ms']:.0f} ms",
+        (f"Hall: {h['clients']} clients × {PER_CLIENT} distinct sentences through /visualise from one address: "
+         "answers; p50 / p95", f"{answered(h)}; {h['median_ms']:.0f} / {h['p95_ms']:.0f} ms",
          f"0 refused, p95 ≤ {goal_p95:.0f} ms", "yes" if refused == 0 and h["p95_ms"] <= goal_p95 else "**no**"),
-        (f"Hall: {PAGES} page loads of {r['link']} from one address within {PAGES_WITHIN_S:.0f} s "
+        (f"Hall: {p['pages']} page loads of {r['link']} from one address within {PAGES_WITHIN_S:.0f} s "
          f"({r['events_per_page']} events each): pages complete; first figure p50 / p95; whole page p95",
          f"{p['complete']} of {p['pages']}; {p['first_figure']['median_ms']:.0f} / {p['first_figure']['p95_ms']:.0f}"
          f" ms; {p['page']['p95_ms']:.0f} ms", f"{p['pages']} of {p['pages']}",
@@ -420,8 +367,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkout", type=Path, default=ROOT, help="the copy of the app to serve (default: this)")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--quick", action="store_true", help="a quarter of the clients and pages")
     args = parser.parse_args()
-    result = run(checkout=args.checkout.resolve())
+    result = run(args.quick, checkout=args.checkout.resolve())
     for row in rows(result):
         print(" | ".join(row))
     if args.json:

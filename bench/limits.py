@@ -14,6 +14,8 @@ its own ``python app.py`` (with its model process), spoken to over raw HTTP; eve
 - ``bodies``: 8 bodies of 50 MB at once: how they are answered, and the RSS they cost.
 - ``logs``: bytes of log per bad input (too few values with a 50 KB text, a bad choice, an empty text, NaN, a bad
   beam), and per fault-free request.
+- ``hall``: a lecture hall behind one address, alone, loading a lecture link, and beside a flood of /ablate, with a
+  lone visitor from a third address throughout (``bench.hall``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
+from bench import hall
 from bench.capacity import distinct_text, long_text
 from bench.common import app_process, cpu_seconds, stats, tree_status_kb
 from model.serving.cache import DEFAULT_BUDGET_MB
@@ -338,7 +341,8 @@ def logs(quick: bool, log: Callable[[str], None]) -> dict:
 
 def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     return {"flood": flood(quick, log), "largest": largest(log), "unread": unread(quick, log),
-            "concurrent": concurrent(quick, log), "bodies": bodies(log), "logs": logs(quick, log)}
+            "concurrent": concurrent(quick, log), "bodies": bodies(log), "logs": logs(quick, log),
+            "hall": hall.run(quick, log)}
 
 
 # --------------------------------------------------------------------------------------------------- table
@@ -392,4 +396,6 @@ def rows(r: dict) -> list[tuple[str, str, str, str]]:
                     "tracebacks) / per good request", f"{lg['bytes_per_bad_input']:.0f} ({lg['tracebacks']}) / "
                     f"{lg['bytes_per_good_request']:.0f}", f"≤ {GOALS['log_bytes_per_bad_input']}",
                     _ok(lg["bytes_per_bad_input"], GOALS["log_bytes_per_bad_input"])))
+    if "hall" in r:
+        out += hall.rows(r["hall"])
     return out

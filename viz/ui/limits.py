@@ -55,8 +55,12 @@ def visitor(request: Any) -> str:
 
 
 def claim(event, at: float | None = None) -> Claim:
-    """A Gradio event as the policy sees it (``at``: when its answer was ready; default: when it came)."""
-    return Claim(event._id, visitor(event.request), event.session_hash, event.enqueue_time if at is None else at)
+    """A Gradio event as the policy sees it (``at``: when its answer was ready; default: when it came, made once)."""
+    if at is not None:
+        return Claim(event._id, visitor(event.request), event.session_hash, at)
+    if (made := getattr(event, "attn_claim", None)) is None:
+        made = event.attn_claim = Claim(event._id, visitor(event.request), event.session_hash, event.enqueue_time)
+    return made
 
 
 @dataclass
