@@ -37,6 +37,7 @@ from viz.ui.limits import fair_queue, raw_json_answers
 from viz.ui.logs import bounded_logs
 from viz.ui.patches import answer_every_value, latest_choice_wins, lean_sessions, progress_on_components, quiet_queue
 from viz.ui.server import limited_server
+from viz.ui.shares import PLACES
 from viz.ui.tabs.architecture import build_architecture
 from viz.ui.tabs.attention import build_attention
 from viz.ui.tabs.decoding import build_decoding
@@ -105,7 +106,7 @@ def launch(demo: gr.Blocks, **kwargs):
     batching = BatchSettings.from_env()
     workers = batching.max_batch_size if batching.enabled and ZEROGPU is None else 2
     fair_queue()  # fair shares of the queue's places and turns; unread answers are dropped (viz.ui.limits)
-    demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
+    demo.queue(default_concurrency_limit=workers, max_size=PLACES, api_open=False)
     quiet_queue(demo)  # no summary of every past event after each one; an idle queue waits (viz.ui.patches)
     raw_json_answers()  # an answer written as JSON once is sent as it is (viz.ui.limits)
     limited_server()  # bounded bodies, headers and connections (viz.ui.server)

@@ -37,7 +37,7 @@ from urllib.parse import urlparse
 import httpx
 
 from bench.capacity import distinct_text
-from bench.common import ROOT, app_process, stats, visualise_args
+from bench.common import ROOT, app_process, cpu_seconds, stats, visualise_args
 from bench.page_loads import record_page_load
 
 HALL, PER_CLIENT = 100, 3
@@ -303,10 +303,12 @@ def run(quick: bool = False, log: Callable[[str], None] = print, checkout: Path 
         for part, work in (("hall", lambda: hall(url, args, log, clients)),
                            ("pages", lambda: pages(url, link, steps, log, count)),
                            ("flood", lambda: _with_flood(url, lambda i: args(10_000 + i), log, clients))):
-            during = visitor()
+            during, cpu = visitor(), cpu_seconds(app.proc.pid)
             out[part] = asyncio.run(work())
+            out[part]["server_cpu_s"] = cpu_seconds(app.proc.pid) - cpu  # the app and its model process
             out[part]["visitor"] = during.result()
-            log(f"  hall: {part}: the visitor during it {out[part]['visitor']}")
+            log(f"  hall: {part}: the visitor during it {out[part]['visitor']}; the server's CPU "
+                f"{out[part]['server_cpu_s']:.0f} s")
     return out
 
 
@@ -335,7 +337,8 @@ def rows(r: dict) -> list[tuple[str, str, str, str]]:
     goal_p95 = GOALS["hall_p95_s"] * 1000
     out = [
         (f"Hall: {h['clients']} clients × {PER_CLIENT} distinct sentences through /visualise from one address: "
-         "answers; p50 / p95", f"{answered(h)}; {h['median_ms']:.0f} / {h['p95_ms']:.0f} ms",
+         "answers; p50 / p95; the server's CPU per answer", f"{answered(h)}; {h['median_ms']:.0f} / "
+         f"{h['p95_ms']:.0f} ms; {_per_answer(h)}",
          f"0 refused, p95 ≤ {goal_p95:.0f} ms", "yes" if refused == 0 and h["p95_ms"] <= goal_p95 else "**no**"),
         (f"Hall: {p['pages']} page loads of {r['link']} from one address within {PAGES_WITHIN_S:.0f} s "
          f"({r['events_per_page']} events each): pages complete; first figure p50 / p95; whole page p95",
@@ -356,6 +359,11 @@ def rows(r: dict) -> list[tuple[str, str, str, str]]:
          else "**no**"),
     ]
     return out
+
+
+def _per_answer(h: dict) -> str:
+    answers = h["outcomes"].get("complete", 0) + h["visitor"]["outcomes"].get("complete", 0)
+    return f"{1000 * h['server_cpu_s'] / answers:.0f} ms" if "server_cpu_s" in h and answers else "?"
 
 
 def _unanswered(r: dict) -> int:

@@ -31,7 +31,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-PLACES = 256  # waiting requests, everyone together (Gradio's max_size: app.launch)
+PLACES = 256  # waiting requests, everyone together (app.launch makes it the queue's max_size)
 UNREAD_PLACES = 64  # answers ready and not yet read, everyone together
 UNREAD_S = 30.0  # an answer not read this long after it was ready is dropped
 TURNS_KEPT = 4096  # addresses and sessions whose last turn is remembered (the least recent are forgotten first)
