@@ -17,7 +17,7 @@ requests, it never earns an address more.
   being many; a flood fills only places nobody else wants, and gives them up one by one as others come.
 - **Heavy work** (``HEAVY``): a head ablation or a lab sibling's run takes seconds of CPU: at most ``per_session``
   of a kind waiting or running per page; ablations also have ``places`` of their own, shared by the same rule (a lab
-  run has not: a lecture stop on the Lab tab asks for one on every page).
+  run has not: a lecture stop opens the Lab tab for a whole hall at once).
 - **Unread answers**: an answer counts against its visitor until it is read: at most ``UNREAD_PLACES`` for everyone
   (memory: each may be an 11 MB /attention answer), shared by the same rule, its oldest first; none is kept longer
   than ``UNREAD_S``.
