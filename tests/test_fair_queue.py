@@ -237,8 +237,12 @@ def test_unread_answers_share_a_few_places_and_are_dropped_when_not_read_in_time
         ids.append(script.post("attention", [f"{SENTENCE} {i}", "", None])[1]["event_id"])
         _wait_for(lambda: ids[-1] in queue.unread)
     assert page.call("attention", [SENTENCE, "", None])[0] == "complete"  # read at once: never crowded out
+    monkeypatch.setattr(shares, "UNREAD_GRACE_S", 600.0)  # every answer young: on its way to a reader
     ids.append(script.post("attention", [f"{SENTENCE} 3", "", None])[1]["event_id"])
     _wait_for(lambda: ids[-1] in queue.unread)
+    assert all(i in queue.unread for i in ids)  # a young answer is never crowded out
+    monkeypatch.setattr(shares, "UNREAD_GRACE_S", 0.0)
+    queue.sweep()
     assert ids[0] not in queue.unread and len(queue.unread) == 3
     event, payload = script.read("attention", ids[0])  # the script's oldest went first
     assert event == "error" and "dropped unread" in payload["error"], payload

@@ -196,12 +196,20 @@ class FairQueue(_GradioQueue):
         if isinstance(event_message, ProcessCompletedMessage) and event.alive and event_message.success:
             self.unread[event._id] = Unread(claim(event, time.monotonic()), event_message)
             self._forget_read()
-            while len(self.unread) > shares.UNREAD_PLACES:
-                out = shares.oldest([u.claim for u in self.unread.values()])
-                holding = sum(u.claim.address == out.address for u in self.unread.values())
-                _drop(self.unread.pop(out.id), shares.unread_crowded(holding))
-                log_line(("unread", "crowded"), f"dropped an unread answer of {out.address or '?'}: "
-                         f"{shares.UNREAD_PLACES} are unread, it held {holding}")
+            self._crowd_out(time.monotonic())
+
+    def _crowd_out(self, now: float) -> None:
+        """Past ``shares.UNREAD_PLACES`` unread answers, drop the oldest of the address holding the most, among those
+        ready ``shares.UNREAD_GRACE_S`` ago or more."""
+        while len(self.unread) > shares.UNREAD_PLACES:
+            left = [u.claim for u in self.unread.values() if now - u.claim.at >= shares.UNREAD_GRACE_S]
+            if not left:
+                return
+            out = shares.oldest(left)
+            holding = sum(c.address == out.address for c in left)
+            _drop(self.unread.pop(out.id), shares.unread_crowded(holding))
+            log_line(("unread", "crowded"), f"dropped an unread answer of {out.address or '?'}: "
+                     f"{shares.UNREAD_PLACES} are unread, it held {holding}")
 
     def _forget_read(self) -> None:
         """Forget the answers that were read (or whose session is gone)."""
@@ -214,6 +222,7 @@ class FairQueue(_GradioQueue):
         forget the sessions Gradio keeps nothing for any more. Returns how many answers were dropped."""
         now = time.monotonic() if now is None else now
         self._forget_read()
+        self._crowd_out(now)
         dropped = 0
         for event_id, answer in list(self.unread.items()):
             if now - answer.claim.at > shares.UNREAD_S:

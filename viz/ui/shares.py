@@ -19,8 +19,9 @@ requests, it never earns an address more.
   of a kind waiting or running per page; ablations also have ``places`` of their own, shared by the same rule (a lab
   run has not: a lecture stop opens the Lab tab for a whole hall at once).
 - **Unread answers**: an answer counts against its visitor until it is read: at most ``UNREAD_PLACES`` for everyone
-  (memory: each may be an 11 MB /attention answer), shared by the same rule, its oldest first; none is kept longer
-  than ``UNREAD_S``.
+  (memory: each may be an 11 MB /attention answer), shared by the same rule, its oldest first, among those ready
+  ``UNREAD_GRACE_S`` ago or more (younger ones are still on their way to a reader); none is kept longer than
+  ``UNREAD_S``.
 Every refusal says why and when to try again (``Busy``).
 """
 
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 PLACES = 256  # waiting requests, everyone together (app.launch makes it the queue's max_size)
 UNREAD_PLACES = 64  # answers ready and not yet read, everyone together
 UNREAD_S = 30.0  # an answer not read this long after it was ready is dropped
+UNREAD_GRACE_S = 5.0  # younger answers are on their way to their readers (a busy server sends a page's in seconds)
 TURNS_KEPT = 4096  # addresses and sessions whose last turn is remembered (the least recent are forgotten first)
 
 
