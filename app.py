@@ -44,6 +44,7 @@ from viz.ui.patches import (
     quiet_queue,
 )
 from viz.ui.server import limited_server
+from viz.ui.shares import PLACES
 from viz.ui.tabs.architecture import build_architecture
 from viz.ui.tabs.attention import build_attention
 from viz.ui.tabs.decoding import build_decoding
@@ -101,15 +102,15 @@ def launch(demo: gr.Blocks, **kwargs):
     instead of getting errors: up to ``ATTN_MAX_BATCH`` requests at a time, whose model runs are decoded as one
     batch in the app's model process (``model.serving.batching``, ``model.serving.worker``; with ``ATTN_BATCH=0``,
     two at a time for two cores, here), and api_open=False sends even raw HTTP calls through the queue. Sessions are
-    small (``viz.ui.patches.lean_sessions``), at most ``SESSION_CAPACITY``. One visitor holds a few queue places at
-    most and unread answers are dropped (``viz.ui.limits``); bodies, headers and connections are bounded by the
-    server (``viz.ui.server``), and so are the logs (``viz.ui.logs``): model/serving/README.md.
+    small (``viz.ui.patches.lean_sessions``), at most ``SESSION_CAPACITY``. Visitors share the queue's places and
+    take turns (``viz.ui.shares``), unread answers are dropped (``viz.ui.limits``); bodies, headers and connections
+    are bounded by the server (``viz.ui.server``), and so are the logs (``viz.ui.logs``): model/serving/README.md.
     Binds 127.0.0.1 unless GRADIO_SERVER_NAME says otherwise; never opens a share link.
     The app takes no uploads: every upload is refused (``viz.ui.guards``; ``max_file_size`` too)."""
     batching = BatchSettings.from_env()
     workers = batching.max_batch_size if batching.enabled else 2
-    fair_queue()  # no visitor holds more than a few places; unread answers are dropped (viz.ui.limits)
-    demo.queue(default_concurrency_limit=workers, max_size=256, api_open=False)
+    fair_queue()  # fair shares of the queue's places and turns; unread answers are dropped (viz.ui.limits)
+    demo.queue(default_concurrency_limit=workers, max_size=PLACES, api_open=False)
     quiet_queue(demo)  # no summary of every past event after each one; an idle queue waits (viz.ui.patches)
     raw_json_answers()  # an answer written as JSON once is sent as it is (viz.ui.limits)
     limited_server()  # bounded bodies, headers and connections (viz.ui.server)

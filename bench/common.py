@@ -202,7 +202,7 @@ class GradioHTTP:
 
     Not thread-safe: give each thread its own. ``call`` returns (outputs, bytes of the SSE answer). ``address``: the
     visitor this client stands for, sent as X-Forwarded-For (the app trusts it from loopback, as from a proxy, and
-    bounds each visitor's places in its queue: ``viz.ui.limits``); None: the loopback address itself.
+    shares its queue among visitors: ``viz.ui.shares``); None: the loopback address itself.
     """
 
     def __init__(self, url: str, timeout: float = 120.0, address: str | None = None):

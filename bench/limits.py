@@ -16,6 +16,8 @@ its own ``python app.py`` (with its model process), spoken to over raw HTTP; eve
   beam), and per fault-free request.
 - ``slow_bodies``, ``memory_rounds`` (``bench.endurance``): a new visitor served while 2,100 slow bodies are held
   open, and the RSS over ten identical rounds of 100 maximum-size requests.
+- ``hall``: a lecture hall behind one address, alone, loading a lecture link, and beside a flood of /ablate, with a
+  lone visitor from a third address throughout (``bench.hall``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-from bench import endurance
+from bench import endurance, hall
 from bench.capacity import distinct_text, long_text
 from bench.common import app_process, cpu_seconds, stats, tree_status_kb
 from model.serving.cache import DEFAULT_BUDGET_MB
@@ -342,7 +344,7 @@ def logs(quick: bool, log: Callable[[str], None]) -> dict:
 def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     return {"flood": flood(quick, log), "largest": largest(log), "unread": unread(quick, log),
             "concurrent": concurrent(quick, log), "bodies": bodies(log), "logs": logs(quick, log),
-            **endurance.run(quick, log)}
+            **endurance.run(quick, log), "hall": hall.run(quick, log)}
 
 
 # --------------------------------------------------------------------------------------------------- table
@@ -396,4 +398,7 @@ def rows(r: dict) -> list[tuple[str, str, str, str]]:
                     "tracebacks) / per good request", f"{lg['bytes_per_bad_input']:.0f} ({lg['tracebacks']}) / "
                     f"{lg['bytes_per_good_request']:.0f}", f"≤ {GOALS['log_bytes_per_bad_input']}",
                     _ok(lg["bytes_per_bad_input"], GOALS["log_bytes_per_bad_input"])))
-    return out + endurance.rows(r)
+    out += endurance.rows(r)
+    if "hall" in r:
+        out += hall.rows(r["hall"])
+    return out

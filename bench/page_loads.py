@@ -7,6 +7,9 @@ stops walked in one tab (each stop loads its own URL).
 ``--trace``: also a Chromium trace of lecture stops 2–5 walked in one tab: the renderer's restyling
 (UpdateLayoutTree: how many times, its time) and the machine's CPU for the four stops.
 
+``record_page_load``: the requests a page load sends and which answers each waited for (``bench.hall`` replays them
+as a lecture hall).
+
 The browser tests load the app ~60 times, so this is what their time is made of (tests/helpers/browser.py's ``Tabs``
 hands them tabs that loaded the app before). CPU is read from /proc/stat: everything the machine ran, so run it on a
 quiet machine; each figure is the median of ``--loads`` loads after one warm-up.
@@ -62,6 +65,85 @@ def restyling(path: str) -> tuple[int, float]:
     events = events["traceEvents"] if isinstance(events, dict) else events
     found = [e for e in events if e.get("name") == "UpdateLayoutTree" and e.get("ph") == "X"]
     return len(found), sum(e.get("dur", 0) for e in found) / 1000
+
+
+# ------------------------------------------------------------------------------ what a page load sends (bench.hall)
+HOOK = r"""(() => {
+  const log = window.__hallLog = [];
+  const now = () => performance.now();
+  const fetch0 = window.fetch;
+  window.fetch = async function (input, init) {
+    const url = typeof input === 'string' ? input : input.url;
+    const sent = /queue\/join|run\/predict/.test(url) ? {url, at: now(), body: init && init.body} : null;
+    if (sent) log.push(sent);
+    const resp = await fetch0.apply(this, arguments);
+    if (sent && /queue\/join/.test(url)) resp.clone().json().then(j => { sent.event_id = j.event_id; });
+    if (sent && /run\/predict/.test(url)) resp.clone().text().then(() => { sent.done = now(); });
+    if (/queue\/data/.test(url) && resp.body) {
+      const [mine, theirs] = resp.body.tee();
+      const reader = theirs.getReader(), text = new TextDecoder();
+      let buffer = '';
+      (async () => { for (;;) {
+        const {done, value} = await reader.read();
+        if (done) return;
+        buffer += text.decode(value, {stream: true});
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const line = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+          if (!line.startsWith('data:')) continue;
+          const m = JSON.parse(line.slice(5));
+          if (m.msg === 'process_completed') log.push({completed: m.event_id, at: now()});
+        }
+      } })();
+      return new Response(mine, {status: resp.status, statusText: resp.statusText, headers: resp.headers});
+    }
+    return resp;
+  };
+})();"""
+
+
+def record_page_load(url: str, link: str, quiet_s: float = 3.0, timeout_s: float = 300.0) -> list[dict]:
+    """What Chromium's page sends as it loads ``url + link`` (the second load, in a fresh context: the first warms the
+    app), once every request it sent is answered and it sent nothing more for ``quiet_s``: steps ``{"path", "body",
+    "after"}`` in the order sent, ``after`` the steps whose answers were in before it was sent."""
+    from playwright.sync_api import sync_playwright  # a test requirement only
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for _ in range(2):
+                context = browser.new_context(viewport={"width": 1280, "height": 720})
+                context.add_init_script(HOOK)
+                page = context.new_page()
+                page.goto(url + link)
+                log, seen, end = [], 0, time.perf_counter() + timeout_s
+                while time.perf_counter() < end:
+                    page.wait_for_timeout(quiet_s * 1000)
+                    log = page.evaluate("() => window.__hallLog")
+                    if log and len(log) == seen and _answered(log):
+                        break
+                    seen = len(log)
+                context.close()
+        finally:
+            browser.close()
+    if not log or not _answered(log):
+        raise RuntimeError(f"the page load of {link} was not answered within {timeout_s:.0f} s: {log}")
+    completed = {e["completed"]: e["at"] for e in log if "completed" in e}
+    sent = [e for e in log if "url" in e]
+    done_at = [completed.get(e.get("event_id"), e.get("done")) for e in sent]
+    steps = []
+    for e in sent:
+        body = json.loads(e["body"])
+        body.pop("session_hash", None)
+        steps.append({"path": "/gradio_api/" + ("queue/join" if "queue/join" in e["url"] else "run/predict"),
+                      "body": body, "after": [j for j, at in enumerate(done_at) if at < e["at"]]})
+    return steps
+
+
+def _answered(log: list[dict]) -> bool:
+    """Whether every request of a recorded page load was answered."""
+    completed = {e["completed"] for e in log if "completed" in e}
+    return all(e.get("event_id") in completed or "done" in e for e in log if "url" in e)
 
 
 def run(loads: int, trace: bool = False, log: Callable[[str], None] = print) -> dict:

@@ -162,3 +162,32 @@ def test_the_endurance_rows_hold_each_figure_against_its_goal():
     assert endurance.rest_bound_mb(450.0) == 450 + 256 + 2000 * 50 / 1024 + endurance.HEAP_SLACK_MB
     climbing = {**rounds, "rss_mb": [700.0 + 20 * i for i in range(10)], "last_five_spread_mb": 80.0}
     assert endurance.rows({"memory_rounds": climbing})[0][3] == "**no**"
+
+
+def test_the_hall_rows_hold_each_figure_against_its_goal():
+    """The hall's rows (``bench.hall.rows``) from a run's results (the shape ``bench.hall.run`` writes; the run itself
+    serves a hundred clients: `python -m bench.hall`)."""
+    from bench import hall
+
+    def latency(median: float, p95: float) -> dict:
+        return {"n": 10, "median_ms": median, "p95_ms": p95, "max_ms": p95 + 10}
+
+    def visitor(median: float, outcomes: dict | None = None) -> dict:
+        return {"outcomes": outcomes or {"complete": 10}, **latency(median, median * 2)}
+
+    result = {
+        "link": "?lecture=1&stop=3", "events_per_page": 9, "visitor_alone": visitor(100.0),
+        "hall": {"clients": 100, "requests": 300, "outcomes": {"complete": 300}, **latency(900.0, 2500.0),
+                 "visitor": visitor(180.0)},
+        "pages": {"pages": 100, "complete": 99, "first_figure": latency(400.0, 900.0), "page": latency(1e3, 2e3),
+                  "visitor": visitor(150.0)},
+        "flood": {"clients": 100, "requests": 300, "outcomes": {"complete": 300}, **latency(1e3, 5000.0),
+                  "flood": {"statuses": {"200": 17, "429": 283}}, "visitor": visitor(250.0, {"complete": 9,
+                                                                                              "error": 1})},
+    }
+    rows = hall.rows(result)
+    # one page of a hundred incomplete; the visitor 2.5 × alone during the flood, and one of its requests failed
+    assert [ok for *_, ok in rows] == ["yes", "**no**", "yes", "**no**"], rows
+    values = " | ".join(value for _, value, _, _ in rows)
+    assert "300 complete; 900 / 2500 ms" in values and "99 of 100" in values and "(× 2.00)" in values
+    assert "17 × 200, 283 × 429" in values and "100 / 180 (× 1.80) / 150 (× 1.50) / 250 ms (× 2.50); 1" in values

@@ -1,16 +1,17 @@
-"""One visitor cannot take the queue from the others (``viz.ui.limits``), through the raw HTTP API of the app as
-served in-process on the tiny model.
+"""Fair shares in the served app (``viz.ui.limits.FairQueue`` applying ``viz.ui.shares``; the policy alone:
+tests/test_shares.py), through the raw HTTP API of the app as served in-process on the tiny model.
 
-A visitor is its address: the tests speak from loopback, which uvicorn trusts as a proxy, so each stands for another
-visitor by its X-Forwarded-For (as a reverse proxy would send it). Ablations are held inside their model run until a
+A visitor is an address: the tests speak from loopback, which uvicorn trusts as a proxy, so each stands for another
+visitor by its X-Forwarded-For (as a reverse proxy would send it). Requests are held inside their model run until a
 test lets them go, so what is waiting and running is known, never raced.
 
-- One address sends 257 ablations (the flood that filled the queue's 256 places for everyone): two get in, the rest
-  are refused at once with 429, a message saying why and when to try again, and Retry-After; meanwhile another
-  visitor's translation, ablation and page load are answered, and the other visitor's ablation runs before the
-  flooder's second (turns).
-- A page (a session) and an address hold a bounded number of requests, unread answers included; an answer not read
-  in time is dropped (a short error for whoever reads it late) and stops counting.
+- One address sends 257 ablations: they fill the ablations' own places, the rest are refused at once with 429, a
+  message saying why and when to try again, and Retry-After; meanwhile another visitor's translation, ablation and
+  page load are answered (its ablation takes the flood's newest place, and runs before the flood's next: turns).
+- A hall behind one address holds as many places as nobody else wants; when the queue is full, the address holding
+  the most yields its newest request to another visitor's (with a message), and its own newcomers are refused.
+- A page holds one heavy request at a time; unread answers share a few places, the largest holder's oldest dropped
+  first, and an answer not read in time is dropped (a short error for whoever reads it late).
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ import pytest
 import model.serving.runs
 import viz.ui.limits as limits
 from model.probes.ablation import baseline_score, load_sample
+from model.serving.runs import Runs
+from viz.ui import shares
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:gradio.queueing")
 
 SENTENCE = "a big dog runs in the park."
-FLOOD = 257  # one more than the queue's places
+FLOOD = 257  # one more than the queue's places (the flood that once filled it for everyone)
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +111,36 @@ def _queue(app):
     return app.demo._queue
 
 
+@pytest.fixture
+def held_translations(monkeypatch):
+    """Translations stop as they start until ``release`` is set; ``started`` lists their texts in the order they
+    started."""
+    release, started = threading.Event(), []
+    translate = Runs.translate
+
+    def held(self, text, beam):
+        started.append(text)
+        assert release.wait(300), "never released"
+        return translate(self, text, beam)
+
+    monkeypatch.setattr(Runs, "translate", held)
+    yield release, started
+    release.set()
+
+
+def _translations_queue(app, monkeypatch, limit: int = 1):
+    """The /translate queue, running at most ``limit`` at a time for the test."""
+    queue = _queue(app)
+    fn = next(f for f in app.demo.fns.values() if f.api_name == "translate")
+    queue.create_event_queue_for_fn(fn)
+    monkeypatch.setattr(queue.event_queue_per_concurrency_id[fn.concurrency_id], "concurrency_limit", limit)
+    return queue
+
+
+def test_the_heavy_queues_are_the_apps(app):
+    assert set(shares.HEAVY) <= {fn.concurrency_id for fn in app.demo.fns.values()}
+
+
 def test_a_flood_of_ablations_from_one_address_leaves_the_app_to_everyone_else(app, held_ablations):
     release, started = held_ablations
     flooder, other = Visitor(app.url, "203.0.113.7"), Visitor(app.url, "198.51.100.9")
@@ -115,77 +148,107 @@ def test_a_flood_of_ablations_from_one_address_leaves_the_app_to_everyone_else(a
     assert first[0] == 200
     _wait_for(lambda: len(started) == 1)  # running (held)
 
+    places = shares.HEAVY["ablate"].places
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda i: flooder.post("ablate", [f"{SENTENCE} {i}", ["cross:1:2"]]), range(FLOOD)))
     codes = Counter(status for status, _, _ in answers)
-    assert codes == {200: 1, 429: FLOOD - 1}, codes  # one more waits; the others are refused at once
+    assert codes == {200: places, 429: FLOOD - places}, codes  # the ablations' places fill; the rest are refused
     status, refusal, headers = next(a for a in answers if a[0] == 429)
-    assert "head ablations waiting or running already" in refusal["detail"] and "Try again in" in refusal["detail"]
+    assert f"{places} head ablations are waiting already" in refusal["detail"] and "Try again in" in refusal["detail"]
     assert int(headers["retry-after"]) >= 1
 
-    # everyone else: the page loads, a translation and an ablation are answered (the flooder's wait)
+    # everyone else: the page loads, a translation and an ablation are answered (the flood's newest gives its place)
     assert other.request("GET", "/")[0] == 200
     assert other.call("translate", [SENTENCE, 2])[0] == "complete"
     mine = other.post("ablate", ["a red house.", ["cross:2:1"]])
     assert mine[0] == 200, mine
-    i, waiting = next((i, a[1]["event_id"]) for i, a in enumerate(answers) if a[0] == 200)
+    accepted = [(i, a[1]["event_id"]) for i, a in enumerate(answers) if a[0] == 200]
+    event, payload = flooder.read("ablate", accepted[-1][1])  # the newest of the flood's: gave its place
+    assert event == "error" and "gave its place to another visitor's" in payload["error"], payload
+    assert "Try again in" in payload["error"]
     release.set()
     assert flooder.read("ablate", first[1]["event_id"])[0] == "complete"
     assert other.read("ablate", mine[1]["event_id"])[0] == "complete"
-    assert flooder.read("ablate", waiting)[0] == "complete"
+    for _, event_id in accepted[:-1]:
+        assert flooder.read("ablate", event_id)[0] == "complete"
     # turns: the other visitor's ablation ran before the flooder's second, which had waited longer
-    assert started == [SENTENCE, "a red house.", f"{SENTENCE} {i}"]
+    assert started[:2] == [SENTENCE, "a red house."] and len(started) == 1 + len(accepted)
 
 
-def test_a_page_holds_a_few_requests_unread_ones_included(app, monkeypatch):
-    monkeypatch.setattr(limits, "UNREAD_S", 600.0)  # nothing is dropped during the test
-    page = Visitor(app.url, "192.0.2.10", session="one-page-session")
-    accepted = [page.post("translate", [f"{SENTENCE} {i}", 2]) for i in range(limits.PER_SESSION)]
-    assert all(status == 200 for status, _, _ in accepted)
-    _wait_for(lambda: all(a[1]["event_id"] in _queue(app).unread for a in accepted))  # answered, never read
-    status, refusal, headers = page.post("translate", [SENTENCE, 2])
-    assert status == 429 and "from this page" in refusal["detail"] and "not yet read" in refusal["detail"]
+def test_a_hall_behind_one_address_holds_every_place_nobody_else_wants(app, held_translations, monkeypatch):
+    release, started = held_translations
+    _translations_queue(app, monkeypatch, limit=4)
+    hall = [Visitor(app.url, "192.0.2.10", session=f"student-{i}") for i in range(100)]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda v: v.post("translate", [f"{SENTENCE} {v.session}", 2]), hall))
+    assert Counter(status for status, _, _ in answers) == {200: 100}  # 4 running, 96 waiting
+    release.set()
+    assert all(v.read("translate", a[1]["event_id"])[0] == "complete" for v, a in zip(hall, answers, strict=True))
+
+
+def test_a_full_queue_takes_the_newest_place_of_the_address_holding_the_most(app, held_translations, monkeypatch):
+    release, started = held_translations
+    queue = _translations_queue(app, monkeypatch)
+    monkeypatch.setattr(queue, "max_size", 6)
+    hall, visitor = Visitor(app.url, "192.0.2.20"), Visitor(app.url, "192.0.2.21")
+    first = hall.post("translate", [f"{SENTENCE} 0", 2])
+    _wait_for(lambda: len(started) == 1)
+    accepted = [hall.post("translate", [f"{SENTENCE} {i}", 2]) for i in range(1, 7)]
+    assert [status for status, _, _ in accepted] == [200] * 6  # every place
+    status, refusal, headers = hall.post("translate", [f"{SENTENCE} 7", 2])
+    assert status == 429 and int(headers["retry-after"]) >= 1
+    assert refusal["detail"].startswith("The app is busy: every place in its queue is taken: your address holds the "
+                                        "most of its 6 places (6). Try again in "), refusal
+    mine = visitor.post("translate", ["a red house.", 2])
+    assert mine[0] == 200
+    event, payload = hall.read("translate", accepted[-1][1]["event_id"])  # the hall's newest gave its place
+    assert event == "error" and "gave its place" in payload["error"] and "Try again in" in payload["error"], payload
+    release.set()
+    assert visitor.read("translate", mine[1]["event_id"])[0] == "complete"
+    for _status, answer, _ in [first, *accepted[:-1]]:
+        assert hall.read("translate", answer["event_id"])[0] == "complete"
+    assert started[:2] == [f"{SENTENCE} 0", "a red house."]  # the visitor's turn came before the hall's next
+
+
+def test_a_page_holds_one_heavy_request_at_a_time(app, held_ablations):
+    release, started = held_ablations
+    page = Visitor(app.url, "192.0.2.30", session="one-page")
+    first = page.post("ablate", ["a small cat sleeps.", ["cross:1:1"]])  # a sentence no test ablated (not cached)
+    assert first[0] == 200
+    _wait_for(lambda: len(started) == 1)
+    status, refusal, headers = page.post("ablate", ["a small cat sleeps.", ["cross:1:2"]])
+    assert status == 429 and "Your head ablation is still waiting or running" in refusal["detail"]
     assert "retry-after" in headers
-    # another page at the same address is not this page
-    assert Visitor(app.url, "192.0.2.10", session="another-page").call("translate", [SENTENCE, 2])[0] == "complete"
-    page.read("translate", accepted[0][1]["event_id"])  # one read: a place again
-    assert page.call("translate", [SENTENCE, 2])[0] == "complete"
+    other_page = Visitor(app.url, "192.0.2.30", session="another-page")  # the same address: waits its turn
+    second = other_page.post("ablate", ["a small cat sleeps.", ["cross:2:2"]])
+    assert second[0] == 200
+    release.set()
+    assert page.read("ablate", first[1]["event_id"])[0] == "complete"
+    assert other_page.read("ablate", second[1]["event_id"])[0] == "complete"
 
 
-def test_an_address_holds_a_bounded_share_of_the_queue(app, monkeypatch):
-    monkeypatch.setattr(limits, "UNREAD_S", 600.0)
-    crawler = Visitor(app.url, "192.0.2.20")  # no session: every call a new one, as a script's
-    answers = [crawler.post("translate", [f"{SENTENCE} {i}", 2]) for i in range(limits.PER_ADDRESS + 5)]
-    codes = Counter(status for status, _, _ in answers)
-    assert codes == {200: limits.PER_ADDRESS, 429: 5}, codes
-    assert "from your address" in answers[-1][1]["detail"]
-    assert Visitor(app.url, "192.0.2.21").call("translate", [SENTENCE, 2])[0] == "complete"
-
-
-def test_an_answer_nobody_reads_is_dropped_and_stops_counting(app, monkeypatch):
-    monkeypatch.setattr(limits, "PER_ADDRESS", 3)
-    monkeypatch.setattr(limits, "UNREAD_S", 600.0)
-    script = Visitor(app.url, "192.0.2.30")
-    ids = [script.post("attention", [f"{SENTENCE} {i}", "", None])[1]["event_id"] for i in range(3)]
+def test_unread_answers_share_a_few_places_and_are_dropped_when_not_read_in_time(app, monkeypatch):
+    monkeypatch.setattr(shares, "UNREAD_PLACES", 3)
+    monkeypatch.setattr(shares, "UNREAD_S", 600.0)
+    script, page = Visitor(app.url, "192.0.2.40"), Visitor(app.url, "192.0.2.41")
     queue = _queue(app)
-    _wait_for(lambda: all(i in queue.unread for i in ids))
-    assert all(queue.unread[i].message.success for i in ids)
-    assert script.post("attention", [SENTENCE, "", None])[0] == 429  # its unread answers count against it
-    monkeypatch.setattr(limits, "UNREAD_S", 0.5)
+    ids = []
+    for i in range(3):
+        ids.append(script.post("attention", [f"{SENTENCE} {i}", "", None])[1]["event_id"])
+        _wait_for(lambda: ids[-1] in queue.unread)
+    assert page.call("attention", [SENTENCE, "", None])[0] == "complete"  # read at once: never crowded out
+    monkeypatch.setattr(shares, "UNREAD_GRACE_S", 600.0)  # every answer young: on its way to a reader
+    ids.append(script.post("attention", [f"{SENTENCE} 3", "", None])[1]["event_id"])
+    _wait_for(lambda: ids[-1] in queue.unread)
+    assert all(i in queue.unread for i in ids)  # a young answer is never crowded out
+    monkeypatch.setattr(shares, "UNREAD_GRACE_S", 0.0)
+    queue.sweep()
+    assert ids[0] not in queue.unread and len(queue.unread) == 3
+    event, payload = script.read("attention", ids[0])  # the script's oldest went first
+    assert event == "error" and "dropped unread" in payload["error"], payload
+    monkeypatch.setattr(shares, "UNREAD_S", 0.5)
     monkeypatch.setattr(limits, "SWEEP_S", 0.2)
     _wait_for(lambda: not any(i in queue.unread for i in ids))
-    event, payload = script.read("attention", ids[0])  # a late reader hears why
+    event, payload = script.read("attention", ids[1])  # a late reader hears why
     assert event == "error" and "not read within" in payload["error"], payload
-    assert script.call("attention", [SENTENCE, "", None])[0] == "complete"  # places again
-
-
-def test_the_next_request_is_the_fairest():
-    class Event:
-        def __init__(self, address):
-            self.request = type("R", (), {"client": type("C", (), {"host": address})()})()
-
-    events = [Event(a) for a in ("flood", "flood", "flood", "new", "flood")]
-    assert limits.fairest(events, Counter(), {}) == 0  # nobody served yet: the oldest
-    assert limits.fairest(events, Counter({"flood": 1}), {}) == 3  # the visitor with fewer running first
-    assert limits.fairest(events, Counter(), {"flood": 5.0}) == 3  # the visitor served longest ago first
-    assert limits.fairest(events, Counter(), {"flood": 5.0, "new": 9.0}) == 0
+    assert script.call("attention", [SENTENCE, "", None])[0] == "complete"

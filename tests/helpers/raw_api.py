@@ -92,7 +92,7 @@ class RawClient:
         stream /gradio_api/queue/data): page-only events too."""
         body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": self.session_hash,
                            "event_data": None, "trigger_id": None}).encode()  # NaN, Infinity allowed
-        for _ in range(30):  # a visitor's share of the queue is bounded (viz.ui.limits): 429, try again after a while
+        for _ in range(30):  # a full queue refuses the address holding the most (viz.ui.shares): 429, try again later
             status, answer = self.request("POST", "/gradio_api/queue/join", body, {"Content-Type": "application/json"})
             if status != 429:
                 break

@@ -19,5 +19,5 @@ def build_endpoints(runs: Runs) -> None:
     gr.api(listener(api.head_stats, runs), api_name="head_stats")
     gr.api(listener(api.ablate, runs), api_name="ablate", **ABLATIONS)
     gr.api(listener(api.lab_runs, runs), api_name="lab_runs")
-    gr.api(listener(api.lab_attention, runs), api_name="lab_attention")
+    gr.api(listener(api.lab_attention, runs), api_name="lab_attention", concurrency_id="lab_attention")
     gr.api(listener(api.timelapse, runs), api_name="timelapse")

@@ -143,8 +143,8 @@ def on_link(page: Page, tab_id: str, present, *args, inputs: list, outputs: list
 
 def open_linked_tabs(page: Page) -> None:
     """Every tab's part of a link (``on_link``) as one event once the Attention tab has opened the link's view and
-    set ``page.link`` (a visit with a link only): one request, not one per tab, while the page loads (a page holds
-    few at once: viz.ui.limits.PER_SESSION)."""
+    set ``page.link`` (a visit with a link only): one request, not one per tab, while the page loads (a hall of
+    pages loading the same link at once shares the queue's places: viz.ui.shares)."""
     parts = list(page.linked.values())
     inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
     outputs = [c for _, _, outs in parts for c in outs]
