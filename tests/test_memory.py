@@ -208,6 +208,8 @@ def test_freed_heap_pages_go_back_to_the_system():
         blocks.clear()
 
     gc.collect()
+    give_back_freed_memory()  # start from what this process (and the tests before it) left resident
+    before = read_status_kb(os.getpid(), "VmRSS") / 1024
     threads = [threading.Thread(target=churn) for _ in range(4)]
     for t in threads:
         t.start()
@@ -216,4 +218,6 @@ def test_freed_heap_pages_go_back_to_the_system():
     held = read_status_kb(os.getpid(), "VmRSS") / 1024
     assert give_back_freed_memory()
     given_back = held - read_status_kb(os.getpid(), "VmRSS") / 1024
-    assert given_back > 60, f"{given_back:.0f} MB of ~118 MB freed went back"
+    grown = held - before  # ~118 MB written, ~1 MB kept; what stayed resident once freed
+    assert grown > 20, f"the freed blocks left only {grown:.0f} MB resident: nothing to hand back"
+    assert given_back > 0.5 * grown, f"{given_back:.0f} MB of the {grown:.0f} MB still resident went back"
