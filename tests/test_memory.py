@@ -79,27 +79,6 @@ def test_many_sessions_keep_keys_and_the_cache_stays_in_budget(served):
     assert growth < 25, f"the server grew by {growth:.0f} MB over {SESSIONS - 10} sessions"
 
 
-def test_a_call_that_names_no_session_leaves_none_once_read(served):
-    """Gradio gives a raw call without a session hash a session named after its event (the event id), which nobody can
-    call again; the app forgets it once the answer is read (``FairQueue.forget_one_shot_sessions``, at the queue's
-    sweep), where Gradio kept it among its 2,000."""
-    queue, holder = served.demo._queue, served.demo.state_holder
-    client = RawClient(served.url)
-    events = []
-    for i in range(3):
-        body = json.dumps({"data": [distinct_text(800 + i), 1]}).encode()
-        status, answer = client.request("POST", "/gradio_api/call/translate", body,
-                                        {"Content-Type": "application/json"})
-        events.append(json.loads(answer)["event_id"])
-        _, raw = client.request("GET", f"/gradio_api/call/translate/{events[-1]}")
-        assert status == 200 and b"event: complete" in raw
-    queue.sweep()
-    assert not set(events) & (set(holder.session_data) | queue.one_shot | set(queue.pending_messages_per_session))
-    assert visualise(served, 801, session_hash="named-once") and "named-once" in holder.session_data
-    queue.sweep()
-    assert "named-once" in holder.session_data  # a session the caller named stays
-
-
 def test_the_queue_keeps_no_record_of_past_events(served):
     """Gradio's queue recorded every event (up to 10,000) and summed them all up with pandas after each one, for a
     monitoring dashboard the app leaves off (``viz.ui.patches.no_queue_analytics``): memory and time that grew with

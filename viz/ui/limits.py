@@ -15,8 +15,6 @@ model/serving/README.md, "Fair shares".
   of ``shares.UNREAD_PLACES``; past them, the address holding the most loses its oldest; an answer still unread
   ``shares.UNREAD_S`` seconds after it was ready is dropped too. A dropped answer is replaced by a short error saying
   so (what a late reader gets).
-- **One-shot sessions** (``FairQueue.forget_one_shot_sessions``): a raw call that names no session gets one of its
-  own from Gradio, named after its event (nobody can call it again); once its answer is read, the session goes.
 - **Answers written once** (``raw_json_answers``): a presenter's ``JSONText`` (the /attention answer, up to ~10.5 MB)
   reaches Gradio as an ``orjson.Fragment``, which its /queue/data route writes as it is; its /call route writes
   with ``json.dumps``, which learns to do the same.
@@ -93,7 +91,6 @@ class FairQueue(_GradioQueue):
         super().__init__(*args, **kwargs)
         self.unread: dict[str, Unread] = {}  # event id -> its answer, until it is read or dropped
         self.turns = shares.Turns()
-        self.one_shot: set[str] = set()  # the sessions Gradio made for a raw call that named none
         self._sweeper: asyncio.Task | None = None
 
     # ------------------------------------------------------------------------------ places
@@ -112,11 +109,7 @@ class FairQueue(_GradioQueue):
                     raise Refused(busy) from None
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
-        one_shot = body.session_hash is None
-        pushed = await super().push(body, request, username)
-        if one_shot and body.session_hash is not None:  # (Gradio named it after the event)
-            self.one_shot.add(body.session_hash)
-        return pushed
+        return await super().push(body, request, username)
 
     def waiting(self, concurrency_id: str | None = None) -> list:
         """(event, claim) of every request waiting (in queue ``concurrency_id`` only, if given), oldest first."""
@@ -241,19 +234,7 @@ class FairQueue(_GradioQueue):
         for session in [s for s, ids in self.pending_event_ids_session.items()
                         if not ids or (s not in self.pending_messages_per_session and not any(i in live for i in ids))]:
             del self.pending_event_ids_session[session]
-        self.forget_one_shot_sessions()
         return dropped
-
-    def forget_one_shot_sessions(self) -> None:
-        """The sessions Gradio made for raw calls that named none, gone once their answers are read (their ids no
-        longer pending): each kept a session state (~10 KB; the app keeps up to 2,000 sessions) for nobody."""
-        holder = self.blocks.state_holder
-        for session in [s for s in self.one_shot if s not in self.pending_event_ids_session]:
-            self.one_shot.discard(session)
-            self.pending_messages_per_session.pop(session, None)
-            with holder.lock:
-                holder.session_data.pop(session, None)
-                holder.time_last_used.pop(session, None)
 
     async def _sweep_forever(self) -> None:
         while not self.stopped:
