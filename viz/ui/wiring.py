@@ -24,7 +24,7 @@ from viz.text import md_escape
 from viz.ui.patches import escape_message
 from viz.views import reading
 from viz.views.attention import maps
-from viz.views.outputs import SKIP, Figure, JSONText, Update
+from viz.views.outputs import SKIP, Figure, JSONText, Update, skipped
 from viz.views.page import WEB
 from viz.vocab import MAX_CHARS
 
@@ -51,6 +51,10 @@ class Page:
     opened: Any = None
     linked: dict[str, tuple] = field(default_factory=dict)
     link_choices: dict[str, Sequence[str]] = field(default_factory=dict)
+    # The lecture's moves in place: the page writes the next stop's URL query in ``lecture_go`` and the link's view
+    # opens again (``reopened``, that event), as ``opened`` does on a page load
+    lecture_go: Any = None
+    reopened: Any = None
 
 
 class AttentionView(SimpleNamespace):
@@ -144,7 +148,7 @@ def on_link(page: Page, tab_id: str, present, *args, inputs: list, outputs: list
 def open_linked_tabs(page: Page) -> None:
     """Every tab's part of a link (``on_link``) as one event once the Attention tab has opened the link's view and
     set ``page.link`` (a visit with a link only): one request, not one per tab, while the page loads (a page holds
-    few at once: viz.ui.limits.PER_SESSION)."""
+    few at once: viz.ui.limits.PER_SESSION); and after each of the lecture's moves in place (``page.reopened``)."""
     parts = list(page.linked.values())
     inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
     outputs = [c for _, _, outs in parts for c in outs]
@@ -158,8 +162,15 @@ def open_linked_tabs(page: Page) -> None:
             tab = opened if opened is not SKIP else tab
         return (*out, tab)
 
-    page.link.change(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs], show_progress="hidden",
-                     **PRIVATE)
+    def unless_moved(moved, link, *values):  # a lecture's move in place opens the parts itself, below
+        return skipped(len(outputs) + 1) if moved else open_linked(link, *values)
+
+    page.link.change(listener(unless_moved), [page.lecture_go, page.link, *inputs], [*outputs, page.tabs],
+                     show_progress="hidden", **PRIVATE)
+    # a move in place: the parts follow the Attention tab's (even a link as it was: the next stop's figures drawn anew),
+    # and what comes after the move (the lecture's caption) comes after them
+    page.reopened = page.reopened.then(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs],
+                                       show_progress="hidden", **PRIVATE)
 
 
 # --------------------------------------------------------------------------------------------- in the browser

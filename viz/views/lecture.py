@@ -23,8 +23,9 @@ import html
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
 
 import numpy as np
 
@@ -38,6 +39,8 @@ from viz.vocab import KIND_LABELS
 if TYPE_CHECKING:
     from model.network.config import TransformerConfig
     from model.network.inference import AttentionResult
+    from model.serving.runs import SessionResult
+    from viz.views.attention.share import View
 
 SENTENCE = DEFAULT_SOURCE  # the lecture's own sentence (every claim is about it): "Two dogs are running …"
 ENTRY = "?lecture=1&stop=1"  # the "Lecture" entry's link
@@ -343,13 +346,13 @@ STOPS: tuple[Stop, ...] = (
          "Layer 1, head 5: in softmax(QKᵀ/√d_k) the row of “dogs” sums to 1.00; its largest weight, 0.88, is on "
          "“running”."),
     Stop("§3.2.1 One query inside a head", "inside",
-         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "query"},
          "Panel (b): the query's dot products with every key, scaled, masked, then softmax. The marked bar wins.",
          "What would change if two keys had the same dot product?",
          query_pointer(*ENC),
          "Layer 1, head 5, query “dogs”: 9 scores q·k become 9 weights; the largest, 0.88, is on “running”."),
     Stop("Footnote 4: why divide by √d_k", "inside",
-         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "query"},
          "The same softmax, scaled three ways: as trained, × 1 and × the Why-tab factor. The marked key is the winner.",
          "Dot products of d_k random terms grow like √d_k: what does that do to a softmax?",
          footnote4_pointer(*ENC),
@@ -424,6 +427,23 @@ def link_query(query: Mapping[str, str]) -> dict[str, str]:
     keep = {k: v for k, v in query.items() if k in ("text", "target", "colour", "__theme", "lecture", "stop")}
     return {"text": SENTENCE, **keep, **stop.view, "tab": stop.tab, "present": "1"}
 
+
+
+def asked_query(asked: str) -> dict[str, str]:
+    """A URL's query the page sends (``?lecture=1&stop=3&text=…``, its leading ``?`` optional) as its parameters."""
+    return dict(parse_qsl(asked.strip().lstrip("?"), keep_blank_values=True, max_num_fields=32))
+
+
+def follow_mark(query: Mapping[str, str], view: View | None, result: SessionResult | None,
+                cfg: TransformerConfig) -> View | None:
+    """The link's view (``view``, parsed from ``query``) of a stop that opens one query of a head (Inside a head) on the
+    query its pointer is about, computed on the run shown (``result``): the outlined row, the marked row and the row
+    the caption names are one, for any sentence. Any other view as it is."""
+    n = stop_number(query)
+    if n is None or view is None or "query" not in STOPS[n - 1].view or not hasattr(result, "get"):
+        return view
+    mark = point(n, cfg, result.get())
+    return view if mark.query is None else replace(view, query=mark.query)
 
 
 # -------------------------------------------------------------------------------------------------- the bar
