@@ -274,7 +274,7 @@ def test_outline_mark_and_caption_name_one_row_on_any_sentence(shipped, text):
 def test_captions_name_whole_words():
     pieces = ["<s>", "▁Ein", "▁M", "ann", "▁spielt", "▁Gitarre", ".", "</s>"]
     assert [lecture.whole_word(pieces, i) for i in range(len(pieces))] == [
-        "<s>", "Ein", "Mann", "Mann", "spielt", "Gitarre.", "Gitarre.", "</s>"]
+        "<s>", "Ein", "Mann", "Mann", "spielt", "Gitarre", ".", "</s>"]
     assert lecture.said(pieces, 3) == "“Mann” (its piece “ann”)" and lecture.said(pieces, 1) == "“Ein”"
 
 

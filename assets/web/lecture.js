@@ -263,6 +263,7 @@
     return r.width > 0 && r.height > 0 ? {top: r.top, bottom: r.bottom, left: r.left, right: r.right} : null;
   };
   window.attnLectureMark = markBox;
+  window.attnLectureMoving = () => target !== null;  // a stop on its way (tests, bench)
 
   // The figure in view: its top under the page's top, the mark above the bar. Again after each change of the page
   // (figures drawn late move what is below them) until the visitor scrolls, clicks or types.

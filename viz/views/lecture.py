@@ -122,18 +122,25 @@ def _strongest(result: AttentionResult, kind: str, layer: int, head: int, word: 
     return w, row, int(w[row].argmax())
 
 
-def _special(piece: str) -> bool:
-    return piece.startswith("<") and piece.endswith(">")
+def _alone(piece: str) -> bool:
+    """A piece that is a word of its own: <s>, </s>, or punctuation ("." after "▁snow")."""
+    text = shown_token(piece)
+    return (piece.startswith("<") and piece.endswith(">")) or (bool(text) and not any(c.isalnum() for c in text))
 
 
 def whole_word(tokens: list[str], i: int) -> str:
-    """The word token ``i`` is a piece of (a piece that starts with "▁" starts a word; <s> and </s> stand alone)."""
-    if _special(tokens[i]):
-        return tokens[i]
+    """The word token ``i`` is a piece of (a piece that starts with "▁" starts a word; <s>, </s> and punctuation stand
+    alone)."""
+    if _alone(tokens[i]):
+        return shown_token(tokens[i])
+
+    def joined(k: int) -> bool:  # piece k continues the word of piece k - 1
+        return k > 0 and not tokens[k].startswith(WORD_MARKER) and not _alone(tokens[k]) and not _alone(tokens[k - 1])
+
     start, end = i, i + 1
-    while start > 0 and not tokens[start].startswith(WORD_MARKER) and not _special(tokens[start - 1]):
+    while joined(start):
         start -= 1
-    while end < len(tokens) and not tokens[end].startswith(WORD_MARKER) and not _special(tokens[end]):
+    while end < len(tokens) and joined(end):
         end += 1
     return "".join(shown_token(p) for p in tokens[start:end])
 
