@@ -105,9 +105,9 @@ def _shown(page: Page, n: int, whole: bool = True) -> None:
         raise AssertionError((n, page.url, page.evaluate(WHERE))) from None
 
 
-def _one_row(page: Page, n: int) -> None:
+def _one_row(page: Page, n: int) -> str | None:
     """The outline, the mark and the caption name one row: Inside a head's checked query is the mark's, and the
-    caption names its token; a marked heatmap row's label is the token the caption names."""
+    caption names its token; a marked heatmap row's label is the token the caption names. Returns the query."""
     got = page.evaluate(AGREE)
     mark, pointer = got["mark"], got["pointer"]
     if mark.get("query") is not None:
@@ -115,6 +115,7 @@ def _one_row(page: Page, n: int) -> None:
         assert got["query"] == str(mark["query"]) and f"“{token}”" in pointer, (n, got)
     if mark.get("row") is not None and not mark.get("kind"):
         assert got["row"] is not None and f"“{got['row'].lstrip('·')}”" in pointer, (n, got)
+    return got["query"] if mark.get("query") is not None else None
 
 
 def _at_stop(page: Page, n: int, measured: bool = True, own: bool = True, whole: bool = True) -> dict:
@@ -130,7 +131,9 @@ def _at_stop(page: Page, n: int, measured: bool = True, own: bool = True, whole:
     assert (state["tab"], state["present"]) == (stop.tab, True), (n, state)
     if own:
         assert html.unescape(stop.claim) in state["text"], (n, state["text"])  # the model's own words, on the page
-    _one_row(page, n)
+    row = _one_row(page, n)
+    if row is not None:  # Inside a head's query, in its link too
+        assert parse_qs(urlsplit(page.url).query)["query"] == [row], (n, page.url)
     assert page.evaluate("() => window.attnLectureWalk") == "loaded once", n  # moved in place: no page load
     assert f"{n} / {len(lecture.STOPS)}" in state["text"]
     if "show" in stop.view:  # Inside a head's view, opened by the link alone (no click)
@@ -140,7 +143,7 @@ def _at_stop(page: Page, n: int, measured: bool = True, own: bool = True, whole:
     if stop.action == "predict":  # the step's Reveal on screen with the marked chart (and the predict mode on)
         assert state["predict"] and 0 <= state["reveal"][0] and state["reveal"][1] <= top, (state["reveal"], top)
     query = parse_qs(urlsplit(page.url).query)
-    shown = {k: query[k][0] for k in stop.view if k in query}
+    shown = {k: query[k][0] for k in stop.view if k in query and k != "query"}  # (the query: the pointer's row)
     assert shown == {k: v for k, v in stop.view.items() if k in shown} and shown, (n, page.url)  # the stop's view
     if measured:
         _large_and_clear(page, n)
@@ -169,7 +172,7 @@ def _own_sentence(page: Page) -> None:
     page.keyboard.press("PageDown")  # (the focus is in the sentence box: → stays the box's own)
     page.wait_for_url(re.compile(r"[?&]stop=11(&|$)"))
     text = _at_stop(page, 11, own=False)["text"]
-    assert "“Mann”" in text and lecture.STOPS[10].claim not in text, text  # recomputed on the new sentence
+    assert "“Ein Mann”" in text and lecture.STOPS[10].claim not in text, text  # recomputed on the new sentence
 
 
 def _walk(page: Page, server: str, text: str, dark: bool) -> None:

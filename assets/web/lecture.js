@@ -199,6 +199,16 @@
     const frame = m.frame ? [...document.querySelectorAll(m.frame)] : [];
     const figures = new Set([plotOf(m.plot), ...frame.flatMap((el) => [...el.querySelectorAll('.js-plotly-plot')])]);
     figures.delete(null);  // (Figures 1 and 2 are SVG)
+    // first the layout (four maps a row, or two): the figures are fitted once it is settled, at the size it gives
+    const dense = [...figures].some((gd) => {
+      const x = gd._fullLayout && gd._fullLayout.xaxis, size = gd._fullLayout && gd._fullLayout._size;
+      const n = x && x.showticklabels && x.tickfont && x.tickvals ? x.tickvals.length : 0;
+      return n && size && size.w / n < x.tickfont.size && gd.closest('#in-m-stages');
+    });
+    if (dense && !document.body.classList.contains('attn-lecture-wide-maps')) {
+      document.body.classList.add('attn-lecture-wide-maps');
+      return false;  // (fitted after the figures are drawn at their new size)
+    }
     let done = true;
     for (const gd of figures) {
       const fl = gd._fullLayout;
@@ -217,9 +227,6 @@
       const n = x && x.showticklabels && x.tickfont && x.tickvals ? x.tickvals.length : 0;
       if (n && angle && angle !== 90 && (w / n) * Math.sin(angle * Math.PI / 180) < 1.25 * x.tickfont.size) {
         update['xaxis.tickangle'] = -90;
-      }
-      if (n && w / n < x.tickfont.size && gd.closest('#in-m-stages')) {
-        document.body.classList.add('attn-lecture-wide-maps');
       }
       if (Object.keys(update).length) window.Plotly.relayout(gd, update);
       gd.attnLectureNarrow = gd.layout;
