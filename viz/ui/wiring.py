@@ -10,6 +10,7 @@ import html
 import inspect
 import json
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -22,7 +23,7 @@ from gradio.components.plot import PlotData
 from model.serving.runs import Runs, SessionResult
 from viz.text import md_escape
 from viz.ui.patches import escape_message
-from viz.views import reading
+from viz.views import decode_steps, reading
 from viz.views.attention import maps
 from viz.views.outputs import SKIP, Figure, JSONText, Update, skipped
 from viz.views.page import WEB
@@ -203,6 +204,16 @@ def how_to_read(tab_id: str) -> None:
 
 def sentence_box(label: str, **kwargs) -> gr.Textbox:
     return gr.Textbox(label=label, value=maps.DEFAULT_SOURCE, max_length=MAX_CHARS, **kwargs)
+
+
+def following(page: Page, tab: gr.Tab, text: gr.Textbox, elem_id: str) -> gr.Textbox:
+    """A tab's own sentence box ``text`` follows the Attention tab's sentence as ``tab`` opens, unless the visitor typed
+    another there (``decode_steps.take_sentence``). Returns a hidden box set once that is done: the tab's run listens
+    to it rather than to ``tab.select`` (which would run the sentence the box had)."""
+    followed, opened = gr.State(""), hidden_box(elem_id)
+    tab.select(listener(lambda result, last: decode_steps.take_sentence(result, last, f"{time.time():.6f}")),
+               [page.result, followed], [text, followed, opened], show_progress="hidden", **PRIVATE)
+    return opened
 
 
 def layer_slider(cfg, value: int = 1, **kwargs) -> gr.Slider:
