@@ -2,7 +2,8 @@
    overview, and the close-up driven by the keyboard. Reads page.view (query parameter -> element id of each control
    that holds the view: viz.views.attention.share), page.views (the same for each other tab's own view), page.labels
    (a dropdown's label -> its value), page.detail (the close-up's element id), page.copyLink (the Copy link button's),
-   page.overview and page.tileClick (the overview's tile message, see overview.js).
+   page.overview and page.tileClick (the overview's tile message, see overview.js), page.linkFigures (each tab's main
+   figure: a shared link opens scrolled to it).
 
    The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
    reads them back when a link is opened: viz.views.attention.share), and the tab shown writes its own view over it
@@ -130,6 +131,28 @@
                       'Close-up of one head: left and right arrows change the head, up and down the layer');
     }
   };
+  // A shared link opens scrolled to the figure it is about (page.linkFigures: the tab's main figure by tab id), once
+  // it is drawn, its top at the screen's top: on a phone that figure lay two screens down. Not when the visitor
+  // scrolled, clicked or typed first, and not in the lecture (lecture.js places its stops).
+  const linked = new URLSearchParams(location.search);
+  const about = linked.get('show') === 'matrix' && linked.get('tab') === 'inside' ? 'in-m-stages'
+    : page.linkFigures[linked.get('tab') || 'attention'];
+  if (about && linked.get('lecture') !== '1' && [...linked.keys()].some((k) => k in page.view || k === 'tab')) {
+    let left = false;
+    const leave = () => { left = true; };
+    for (const type of ['wheel', 'touchstart', 'mousedown', 'keydown']) {
+      window.addEventListener(type, leave, {capture: true, passive: true, once: true});
+    }
+    const started = Date.now(), toFigure = setInterval(() => {
+      const block = document.getElementById(about);  // drawn: a plotly figure, or an SVG figure's shapes
+      const drawn = block && block.querySelector('.js-plotly-plot .main-svg, svg g');
+      if (left || Date.now() - started > 30000) { clearInterval(toFigure); return; }
+      if (!drawn || !block.getClientRects().length) return;
+      clearInterval(toFigure);
+      window.scrollBy({top: block.getBoundingClientRect().top - 8, behavior: 'instant'});
+    }, 200);
+  }
+
   let sent = null;
   document.addEventListener('keydown', (ev) => {
     const el = document.getElementById(page.detail);

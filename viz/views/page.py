@@ -43,7 +43,10 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                   "architecture": {"kind": "arch-kind", "layer": "arch-layer"},
                   "lab": {"runs": "lab-runs"}},
         "labels": {label: value for label, value in (*KIND_CHOICES, *STAT_CHOICES)},
-        "lecture": "lecture"}  # the lecture's caption bar (viz.views.lecture, lecture.js)
+        "lecture": "lecture",  # the lecture's caption bar (viz.views.lecture, lecture.js)
+        # each tab's main figure, by tab id: a shared link opens scrolled to it (classroom.js)
+        "linkFigures": {"attention": "detail", "decoding": "decode-cross", "inside": "in-scores",
+                        "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
