@@ -143,13 +143,19 @@
     for (const type of ['wheel', 'touchstart', 'mousedown', 'keydown']) {
       window.addEventListener(type, leave, {capture: true, passive: true, once: true});
     }
+    // (kept there for a few seconds: what is drawn above it late moves it)
+    let first = null;
     const started = Date.now(), toFigure = setInterval(() => {
       const block = document.getElementById(about);  // drawn: a plotly figure, or an SVG figure's shapes
       const drawn = block && block.querySelector('.js-plotly-plot .main-svg, svg g');
-      if (left || Date.now() - started > 30000) { clearInterval(toFigure); return; }
+      if (left || Date.now() - started > 30000 || (first && Date.now() - first > 4000)) {
+        clearInterval(toFigure);
+        return;
+      }
       if (!drawn || !block.getClientRects().length) return;
-      clearInterval(toFigure);
-      window.scrollBy({top: block.getBoundingClientRect().top - 8, behavior: 'instant'});
+      first = first || Date.now();
+      const top = block.getBoundingClientRect().top - 8;
+      if (Math.abs(top) > 2) window.scrollBy({top, behavior: 'instant'});
     }, 200);
   }
 

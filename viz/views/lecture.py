@@ -11,9 +11,9 @@ named by a token the sentence lacks falls back to the row the head is surest abo
 sentence are written here too (``claim``): tests/test_lecture.py checks every one against the shipped model, so a
 retrained model that no longer does this fails a test by the stop's name — rewrite the claim from the new model.
 
-Moving between stops loads the next stop's URL (assets/web/lecture.js): the link machinery opens its view, the
-robust way (a few seconds a stop), rather than setting a dozen controls in place. The lecture turns presentation
-mode on.
+Moving between stops happens in place, like slides (assets/web/lecture.js): the page pushes the next stop's URL and
+sends its query (``asked_query``); the link machinery opens its view as on a page load, and a stop on Inside a head
+opens the query its pointer is about (``follow_mark``). The lecture turns presentation mode on.
 This module imports neither torch nor gradio; the wiring is viz/ui/lecture.py.
 """
 
