@@ -132,8 +132,8 @@
     }
   };
   // A shared link opens scrolled to the figure it is about (page.linkFigures: the tab's main figure by tab id), once
-  // it is drawn, its top at the screen's top: on a phone that figure lay two screens down. Not when the visitor
-  // scrolled, clicked or typed first, and not in the lecture (lecture.js places its stops).
+  // it is drawn, its top at the screen's top, unless it is on screen whole already: on a phone it lay two screens
+  // down. Not when the visitor scrolled, clicked or typed first, and not in the lecture (lecture.js places its stops).
   const linked = new URLSearchParams(location.search);
   const about = linked.get('show') === 'matrix' && linked.get('tab') === 'inside' ? 'in-m-stages'
     : page.linkFigures[linked.get('tab') || 'attention'];
@@ -153,9 +153,10 @@
         return;
       }
       if (!drawn || !block.getClientRects().length) return;
+      const box = block.getBoundingClientRect();
+      if (!first && box.top >= 0 && box.bottom <= innerHeight) { clearInterval(toFigure); return; }  // on screen
       first = first || Date.now();
-      const top = block.getBoundingClientRect().top - 8;
-      if (Math.abs(top) > 2) window.scrollBy({top, behavior: 'instant'});
+      if (Math.abs(box.top - 8) > 2) window.scrollBy({top: box.top - 8, behavior: 'instant'});
     }, 200);
   }
 

@@ -43,10 +43,12 @@
     target = {stop: n, since: performance.now()};
     if (release) release();
     if (document.startViewTransition) {  // the stop shown kept on screen until the next one is drawn
-      document.startViewTransition(() => new Promise((done) => {
+      const swap = document.startViewTransition(() => new Promise((done) => {
         release = () => { release = null; done(); };
         setTimeout(() => { if (release) release(); }, HOLD_MS);
       }));
+      // (a key pressed again before the swap skips this one for the next: said by rejecting its promises)
+      for (const said of [swap.ready, swap.finished, swap.updateCallbackDone]) said.catch(() => {});
     }
     send('lecture-go', `${new URL(urlOf(n), location.href).search}&at=${Date.now()}`);
   };
@@ -318,8 +320,9 @@
     const m = d.mark || {};
     if (m.query !== undefined && !clickInput(`#in-query input[type=radio][value="${m.query}"]`)) return false;
     const block = document.getElementById(m.plot);
-    if (m.query !== undefined && !(block && block.getClientRects().length)) {  // moved in place to the tab's other view: the tab draws a view
-      const mode = document.querySelector('#in-view input:checked');  // on its own input (as a click would)
+    // moved in place to the tab's other view (its figures hidden): the tab draws a view on its own input (a click's)
+    if (m.query !== undefined && !(block && block.getClientRects().length)) {
+      const mode = document.querySelector('#in-view input:checked');
       if (mode && done.moved && !done.redrawn) mode.dispatchEvent(new Event('input', {bubbles: true}));
       done.redrawn = true;
       return false;
