@@ -131,13 +131,15 @@
                       'Close-up of one head: left and right arrows change the head, up and down the layer');
     }
   };
-  // A shared link opens scrolled to the figure it is about (page.linkFigures: the tab's main figure by tab id), once
+  // On a phone a shared link opens scrolled to the figure it is about (page.linkFigures: the tab's main figure), once
   // it is drawn, its top at the screen's top, unless it is on screen whole already: on a phone it lay two screens
   // down. Not when the visitor scrolled, clicked or typed first, and not in the lecture (lecture.js places its stops).
   const linked = new URLSearchParams(location.search);
   const about = linked.get('show') === 'matrix' && linked.get('tab') === 'inside' ? 'in-m-stages'
     : page.linkFigures[linked.get('tab') || 'attention'];
-  if (about && linked.get('lecture') !== '1' && [...linked.keys()].some((k) => k in page.view || k === 'tab')) {
+  const phone = matchMedia('(max-width: 640px)').matches;  // (a wide screen shows the figures under the choices)
+  if (phone && about && linked.get('lecture') !== '1'
+      && [...linked.keys()].some((k) => k in page.view || k === 'tab')) {
     let left = false;
     const leave = () => { left = true; };
     for (const type of ['wheel', 'touchstart', 'mousedown', 'keydown']) {

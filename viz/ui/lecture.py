@@ -23,13 +23,13 @@ def build_lecture(page: Page) -> None:
     bar = gr.HTML("", elem_id=PAGE["lecture"], padding=False)
     cfg, ranking, lab = page.runs.cfg, load_ranking(), page.runs.lab.runs_payload()
 
-    def caption(result: SessionResult | None, asked: str, request: gr.Request) -> str:  # the stop's caption, marked
+    def stop_caption(result: SessionResult | None, asked: str, request: gr.Request) -> str:  # the stop's, marked
         query = lecture.asked_query(asked) if asked else dict(request.query_params)  # (the page's move, or its URL)
         return lecture.caption_bar(query, cfg, result.get() if result is not None else None, ranking, lab)
 
-    def loaded(result: SessionResult | None, asked: str, request: gr.Request) -> str:  # a page load's stop
-        return gr.skip() if asked else caption(result, asked, request)  # (after a move: ``page.reopened``'s)
+    def caption(result: SessionResult | None, asked: str, request: gr.Request) -> str:  # a page load's stop
+        return gr.skip() if asked else stop_caption(result, asked, request)  # (after a move: ``page.reopened``'s)
 
     hidden = {"queue": False, "show_progress": "hidden", **PRIVATE}
-    page.link.change(loaded, [page.result, page.lecture_go], bar, **hidden)
-    page.reopened.then(caption, [page.result, page.lecture_go], bar, **hidden)  # the next stop, in place
+    page.link.change(caption, [page.result, page.lecture_go], bar, **hidden)
+    page.reopened.then(stop_caption, [page.result, page.lecture_go], bar, **hidden)  # the next stop, in place

@@ -154,7 +154,7 @@ def open_linked_tabs(page: Page) -> None:
     inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
     outputs = [c for _, _, outs in parts for c in outs]
 
-    def open_linked(link, *values):  # each part skips unless the link names its tab; at most one opens its tab
+    def open_parts(link, *values):  # each part skips unless the link names its tab; at most one opens its tab
         value = dict(zip(map(id, inputs), values, strict=True))
         out, tab = [], SKIP
         for present, ins, _ in parts:
@@ -163,14 +163,14 @@ def open_linked_tabs(page: Page) -> None:
             tab = opened if opened is not SKIP else tab
         return (*out, tab)
 
-    def unless_moved(moved, link, *values):  # a lecture's move in place opens the parts itself, below
-        return skipped(len(outputs) + 1) if moved else open_linked(link, *values)
+    def open_linked(moved, link, *values):  # a lecture's move in place opens the parts itself, below
+        return skipped(len(outputs) + 1) if moved else open_parts(link, *values)
 
-    page.link.change(listener(unless_moved), [page.lecture_go, page.link, *inputs], [*outputs, page.tabs],
+    page.link.change(listener(open_linked), [page.lecture_go, page.link, *inputs], [*outputs, page.tabs],
                      show_progress="hidden", **PRIVATE)
     # a move in place: the parts follow the Attention tab's (even a link as it was: the next stop's figures drawn anew),
     # and what comes after the move (the lecture's caption) comes after them
-    page.reopened = page.reopened.then(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs],
+    page.reopened = page.reopened.then(listener(open_parts), [page.link, *inputs], [*outputs, page.tabs],
                                        show_progress="hidden", **PRIVATE)
 
 
