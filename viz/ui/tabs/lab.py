@@ -10,8 +10,17 @@ import gradio as gr
 
 from model.serving.lab import SHIPPED
 from viz.lab import role_legend
-from viz.ui.wiring import (PRIVATE, Page, following, how_to_read, in_browser, listener, on_link, page_and_api,
-                           sentence_box)
+from viz.ui.wiring import (
+    PRIVATE,
+    Page,
+    following,
+    how_to_read,
+    in_browser,
+    listener,
+    on_link,
+    page_and_api,
+    sentence_box,
+)
 from viz.views import lab
 from viz.views.attention import maps
 from viz.views.page import PAGE
