@@ -145,11 +145,11 @@ def test_the_lab_stop_marks_the_curves_the_lab_tab_draws(shipped, runs, lab):
     assert len(mark.points) == len(names) == 2
     for (trace, point), name in zip(mark.points, names, strict=True):
         line = fig["data"][trace]
-        seed = f" (seed {entries[name]['seeds'][0]})" if len(entries[name]["seeds"]) > 1 else ""
+        seed = f" · seed {entries[name]['seeds'][0]}"  # every line names its seed (its line style)
         assert line["name"] == legend_name(entries[name]["label"]) + seed
         assert line["yaxis"] in (None, "y")  # the top panel: validation loss
         ys = array(line["y"])
-        assert point == len(ys) - 1 and f"validation loss {ys[point]:.2f}" in mark.words
+        assert point == len(ys) - 1 and f"validation loss on the sample {ys[point]:.2f}" in mark.words
         best = max(e["val_bleu"] for e in entries[name]["epochs"][0])
         assert f"best validation BLEU {best:.1f}" in mark.words
     assert mark.words.index(f"{array(fig['data'][mark.points[0][0]]['y'])[-1]:.2f}") < mark.words.index("without it")

@@ -249,10 +249,13 @@ def lab_pointer(scaled: str, unscaled: str) -> Callable[[Context], Mark]:
         def ended(entry: dict) -> str:
             best = max(e["val_bleu"] for e in entry["epochs"][0])
             upper = " (the upper line)" if ends[entry["name"]] == max(ends.values()) else ""
-            return f"validation loss {ends[entry['name']]:.2f}{upper}, best validation BLEU {best:.1f}"
+            return (f"validation loss on the sample {ends[entry['name']]:.2f}{upper}, best validation BLEU "
+                    f"{best:.1f}")
 
-        words = (f"h = {cfg['n_heads']}, d_k = {cfg['d_model'] // cfg['n_heads']}, after {a['curves'][0]['step'][-1]} "
-                 f"training steps: with 1/√d_k {ended(a)}; without it {ended(b)}.{_grad_words(a, b)}")
+        steps = a["epochs"][0][-1]["step"]
+        words = (f"h = {cfg['n_heads']}, d_k = {cfg['d_model'] // cfg['n_heads']}, at the last record (step "
+                 f"{a['curves'][0]['step'][-1]} of {steps}): with 1/√d_k {ended(a)}; without it {ended(b)}."
+                 f"{_grad_words(a, b)}")
         # on screen: the figure from its label, its legend (on top) and the top panel (validation loss) with its title;
         # the figure's other panels are below it
         return Mark("lab-curves", words, points=tuple((curve_trace(runs, r["name"]), last) for r in (a, b)),
@@ -403,15 +406,15 @@ STOPS: tuple[Stop, ...] = (
          "Layer 1, head 5, query “dogs”: with 1/√d_k = 1/√24 its largest weight is 0.88 (on “running”); without it, "
          "1.00 (on “running”)."),
     Stop("Footnote 4 in training: the lab's h = 1 siblings", "lab", {"runs": "h1,h1-unscaled"},
-         "Two models alike but for 1/√d_k: top, validation loss (marked: where they ended); middle, the gradient "
-         "reaching W^Q and W^K (log scale). Unscaled, the scores are √d_k times larger: the softmax saturates and "
-         "its own gradient ‖diag(p) − p pᵀ‖ shrinks (footnote 4), yet ‖∇W^Q‖ starts larger: the scores' derivative "
-         "in W^Q is √d_k times larger too.",
+         "Two models alike but for 1/√d_k: top, validation loss (marked: where they ended); second, the softmax's "
+         "own gradient; third, the gradient reaching W^Q (log scale). Unscaled, the scores are √d_k times larger: "
+         "the softmax saturates and its own gradient ‖diag(p) − p pᵀ‖ shrinks (footnote 4), yet ‖∇W^Q‖ starts "
+         "larger: the scores' derivative in W^Q is √d_k times larger too.",
          "Why does the unscaled run's ‖∇W^Q‖ start far above the scaled one's, and then fall far below it?",
          lab_pointer("h1", "h1-unscaled"),
-         "h = 1, d_k = 192, after 1575 training steps: with 1/√d_k validation loss 1.82, best validation BLEU 34.4; "
-         "without it validation loss 3.71 (the upper line), best validation BLEU 3.0. ‖∇W^Q‖ at step 25: 0.01 with, "
-         "1.7 without; at step 1575: 0.025 with, 0.00029 without."),
+         "h = 1, d_k = 192, at the last record (step 1575 of 1578): with 1/√d_k validation loss on the sample 1.82, "
+         "best validation BLEU 34.4; without it validation loss on the sample 3.71 (the upper line), best validation "
+         "BLEU 3.0. ‖∇W^Q‖ at step 25: 0.01 with, 1.7 without; at step 1575: 0.025 with, 0.00029 without."),
     Stop("§3.2.2 Eight heads, eight different views", "attention",
          {"kind": ENC[0], "layer": str(ENC[1]), "head": "0"},
          "The overview: every layer × head at once; the framed row of tiles is one layer's heads.",
