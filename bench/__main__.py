@@ -33,7 +33,7 @@ BEGIN, END = "<!-- python -m bench writes from here -->", "<!-- to here -->"
 # zerogpu's GPU rows (bench/zerogpu.py)
 SECTIONS = ("server", "browser", "tabs", "payload", "model", "capacity", "limits", "lab", "gpu", "zerogpu")
 GOALS = {"ratio_browser": 3.0, "server_20_words_ms": 60.0, "payload_bytes": 100_000, "model_ratio": 1.15,
-         "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0}
+         "scaling_ms": 200.0, "model_load_s": 1.0, "inside_head_ms": 150.0, "lecture_move_ms": 500.0}
 
 
 def log(msg: str) -> None:
@@ -129,6 +129,11 @@ def table(r: dict) -> str:
             rows.append(("Browser: alignment view at 60 tokens a side: click a token → its lines shown / click a "
                          "head → new figure drawn (median)", f"{lines['click_token_to_drawn']['median_ms']:.0f} / "
                          f"{lines['click_head_to_drawn']['median_ms']:.0f} ms", "", ""))
+        if "lecture" in b:  # assets/web/lecture.js: stops moved in place (bench.lecture_walk)
+            lw = b["lecture"]
+            rows.append(("Browser: the lecture, a key → the next stop drawn (figure, mark, caption), all stops "
+                         "forward and back (median / p95)", f"{lw['median_ms']:.0f} / {lw['p95_ms']:.0f} ms",
+                         f"p95 ≤ {GOALS['lecture_move_ms']:.0f} ms", _ok(lw["p95_ms"], GOALS["lecture_move_ms"])))
         if "page_load" in b:  # viz.ui.guards: the page's assets compressed once; the Why tab's sections kept
             rows.append(("Browser: a page load (a fresh visitor, until the first sentence is drawn) → the server's "
                          "CPU time (app + model process; median)", f"{b['page_load']['server_cpu_ms']:.0f} ms", "", ""))

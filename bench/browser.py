@@ -308,6 +308,10 @@ def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     with app_process(("-m", "bench.serve")) as app:
         out = measure(app.url, repeats, deadline=time.perf_counter() + (60 if quick else 240), log=log)
         out["page_load"] = page_loads(app.url, app.proc.pid, 3 if quick else 8)
+        from bench import lecture_walk  # (it reads this module's Chromium)
+
+        out["lecture"] = lecture_walk.walk(app.url, 1 if quick else 2)  # a key → the next stop drawn
+        lecture_walk.report(out["lecture"], log)
         before, seconds = cpu_seconds(app.proc.pid), 3 if quick else 10
         time.sleep(seconds)  # no page open: what the app costs with no visitor
         out["idle_cpu_percent"] = 100 * (cpu_seconds(app.proc.pid) - before) / seconds

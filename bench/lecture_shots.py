@@ -4,6 +4,7 @@
     python -m bench.lecture_shots                                # starts `python app.py` on a free loopback port
     python -m bench.lecture_shots --out /tmp/lecture-shots --only 3 --only 10
     python -m bench.lecture_shots --url http://127.0.0.1:7860/   # an app already running (loopback only)
+    python -m bench.lecture_shots --text "A man in a blue shirt is playing the guitar on the street."
 
 Each stop is opened by its link (``?lecture=1&stop=N``, ``&__theme=dark``), as Next opens it; the shot is taken once
 the stop's mark and its figure (or the part of it the stop names) are on screen and the page keeps still:
@@ -20,6 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlencode
 
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from bench.common import is_loopback
@@ -35,7 +37,8 @@ SHOWN = """(n) => {
   const bar = document.getElementById('lecture-bar');
   if (!bar || JSON.parse(bar.dataset.lecture).stop !== n || !window.attnLectureMark) return false;
   const b = bar.getBoundingClientRect(), inside = (r) => !!r && r.top >= 0 && r.bottom <= b.top;
-  return inside(window.attnLectureMark()) && inside(window.attnLectureFrame());
+  const frame = window.attnLectureFrame();  // (a frame taller than the screen above the bar: the mark alone)
+  return inside(window.attnLectureMark()) && (inside(frame) || (!!frame && frame.bottom - frame.top > b.top));
 }"""
 WHERE = """() => {
   const bar = document.getElementById('lecture-bar').getBoundingClientRect(), mark = window.attnLectureMark();
@@ -44,8 +47,10 @@ WHERE = """() => {
 }"""
 
 
-def shoot(page, n: int, theme: str, out: Path) -> Path:
-    page.goto(f"?lecture=1&stop={n}" + ("&__theme=dark" if theme == "dark" else ""))
+def shoot(page, n: int, theme: str, out: Path, text: str = "") -> Path:
+    query = {"lecture": "1", "stop": str(n), **({"text": text} if text else {}),
+             **({"__theme": "dark"} if theme == "dark" else {})}
+    page.goto(f"?{urlencode(query)}")
     page.wait_for_function(SHOWN, arg=n)
     page.evaluate(SETTLED)
     path = out / f"stop-{n:02d}-{theme}.png"
@@ -60,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--theme", action="append", choices=("light", "dark"), default=[], help="default: both")
     parser.add_argument("--out", type=Path, default=OUT, help=f"the folder to write to (default: {OUT})")
     parser.add_argument("--url", help="an app already running on loopback (default: start `python app.py`)")
+    parser.add_argument("--text", default="", help="a visitor's own sentence (default: the lecture's)")
     args = parser.parse_args(argv)
     stops = args.only or range(1, len(lecture.STOPS) + 1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -79,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 page.on("request", lambda r: None if is_loopback(r.url) else problems.append(f"off loopback: {r.url}"))
                 try:
                     for n in stops:
-                        shoot(page, n, theme, args.out)
+                        shoot(page, n, theme, args.out, args.text)
                 finally:
                     context.close()
         finally:

@@ -1,24 +1,28 @@
-"""The lecture in a real browser at a projector's 1280×720: ``?lecture=1&stop=1`` and then the keyboard alone (→ where
-the tab shown does not use the arrows itself, PageDown on the Decoding tab, PageUp back) walks every stop; each opens
-its tab and view with no other click, in presentation mode, its mark on screen above the caption bar with the figure it
-marks (from its label and title to its foot, or the part the stop is about: Equation (1)'s four maps, Figure 1's
-attention blocks), the bar fully visible, every text on screen at least 16 px at a contrast of 4.5:1 or more
-(tests/helpers/present.py), its pointer the model's own words (viz.views.lecture, checked against the shipped model in
-tests/test_lecture.py). Then the visitor's own sentence on a stop (its marks said to be stale, then recomputed on
-the next stop), in the dark theme, which the stops' links keep.
+"""The lecture in a real browser at a projector's 1280×720, moved like slides: ``?lecture=1&stop=1`` and then the
+keyboard alone (→ where the tab shown does not use the arrows itself, PageDown on the Decoding tab, PageUp back) walks
+every stop IN PLACE — no page load between stops (a mark set on the window survives; the browser's navigation count
+stays one) — on the lecture's own sentence (light), on a visitor's long sentence (dark) and on a short one (light), in
+one loaded page each. Each stop opens its tab and view with no other click, in presentation mode, its URL the stop's
+(so its link opens it directly); its outline, its mark and its caption name one row (the checked query of Inside a
+head, the heatmap row the mark is on, the token the caption names); its mark on screen above the caption bar with the
+figure it marks (from its label and title to its foot, or the part the stop is about), the bar fully visible, every
+text on screen at least 16 px at a contrast of 4.5:1 or more (tests/helpers/present.py), its pointer the model's own
+words (viz.views.lecture, checked against the shipped model in tests/test_lecture.py). The browser's Back and Forward
+move between stops; the visitor's own sentence typed on a stop makes its marks stale until the next stop.
 
 The app and Chromium are tests/conftest.py's (`python app.py`, the shipped model). Leaving a page while Gradio still
-streams an answer logs the aborted stream ("AbortError", "Connection errored out"): those lines alone are allowed,
-every other console error fails the test.
+streams an answer logs the aborted stream ("AbortError", "Connection errored out"): those lines alone are allowed
+(between the walks' page loads), every other console error fails the test.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
-from helpers.browser import LEFT_BEHIND, TIMEOUT_MS, tabs
+import pytest
+from helpers.browser import LEFT_BEHIND, TIMEOUT_MS, goto, tabs
 from helpers.present import STILL, measure
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -26,6 +30,9 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from viz.views import lecture
 
 OWN = "A man in a blue shirt is playing the guitar on the street."
+SHORT = "Dogs run."
+# The walks: the lecture's own sentence (light), a visitor's long one (dark), a short one (light): one page load each
+WALKS = ((lecture.SENTENCE, False), (OWN, True), (SHORT, False))
 # Stop n's mark on screen above the bar, and (``whole``) the figure it marks with it, from its label and title to its
 # foot, or the part of it the mark names (its frame: e.g. Figure 1's attention blocks): on the lecture's own sentence;
 # a longer sentence of the visitor's may make it taller than the screen
@@ -34,7 +41,28 @@ SHOWN = """([n, whole]) => {
   if (!bar || JSON.parse(bar.dataset.lecture).stop !== n || !window.attnLectureMark) return false;
   const b = bar.getBoundingClientRect();
   const inside = (r) => !!r && r.top >= 0 && r.left >= 0 && r.right <= innerWidth && r.bottom <= b.top;
-  return inside(window.attnLectureMark()) && (!whole || inside(window.attnLectureFrame()));
+  return !window.attnLectureMoving() && inside(window.attnLectureMark())
+    && (!whole || inside(window.attnLectureFrame()));
+}"""
+# What the stop outlines, marks and names: Inside a head's checked query (its outline in the figures) and its label,
+# the heatmap row the mark is on (its tick label), the caption's pointer
+AGREE = """() => {
+  const bar = document.getElementById('lecture-bar'), d = JSON.parse(bar.dataset.lecture), m = d.mark || {};
+  const pointer = bar.querySelector('.lecture-pointer').textContent;
+  const query = document.querySelector('#in-query input:checked');
+  let row = null;
+  const gd = document.querySelector(`#${m.plot} .js-plotly-plot`);
+  if (gd && m.row !== undefined && m.row !== null && !m.tile) {
+    const shape = (gd.layout.shapes || []).find((s) => s.name === 'lecture-mark');
+    const t = m.kind ? null : gd._fullData.find((t) => t.type === 'heatmap');
+    if (shape && t) {
+      const ya = gd._fullLayout[(t.yaxis || 'y').replace(/^y/, 'yaxis')], y = (shape.y0 + shape.y1) / 2;
+      const i = ya.tickvals ? [...ya.tickvals].findIndex((v) => Math.abs(v - y) < 0.01) : -1;
+      row = ya.type === 'category' ? ya._categories[Math.round(y)] : i >= 0 ? String(ya.ticktext[i]) : null;
+    }
+  }
+  return {stop: d.stop, mark: m, pointer, query: query && query.value,
+          queryLabel: query && query.closest('label').textContent.trim(), row};
 }"""
 WHERE = """() => {
   const bar = document.getElementById('lecture-bar'), box = (el) => el && el.getBoundingClientRect().toJSON();
@@ -77,26 +105,45 @@ def _shown(page: Page, n: int, whole: bool = True) -> None:
         raise AssertionError((n, page.url, page.evaluate(WHERE))) from None
 
 
-def _at_stop(page: Page, n: int, measured: bool = True) -> dict:
-    """Waits for stop ``n`` to show its mark on screen; checks its tab, view, mode and caption; returns the state."""
+def _one_row(page: Page, n: int) -> str | None:
+    """The outline, the mark and the caption name one row: Inside a head's checked query is the mark's, and the
+    caption names its token; a marked heatmap row's label is the token the caption names. Returns the query."""
+    got = page.evaluate(AGREE)
+    mark, pointer = got["mark"], got["pointer"]
+    if mark.get("query") is not None:
+        token = got["queryLabel"].split(": ", 1)[1].lstrip("·")
+        assert got["query"] == str(mark["query"]) and f"“{token}”" in pointer, (n, got)
+    if mark.get("row") is not None and not mark.get("kind"):
+        assert got["row"] is not None and f"“{got['row'].lstrip('·')}”" in pointer, (n, got)
+    return got["query"] if mark.get("query") is not None else None
+
+
+def _at_stop(page: Page, n: int, measured: bool = True, own: bool = True, whole: bool = True) -> dict:
+    """Waits for stop ``n`` to show its mark on screen; checks its tab, view, mode, caption (``own``: the lecture's
+    own sentence, whose words are written beside the stop) and that it was moved to in place; returns the state."""
     stop = lecture.STOPS[n - 1]
-    _shown(page, n)
+    _shown(page, n, whole)
     page.wait_for_function("(tab) => new URLSearchParams(location.search).get('tab') === tab", arg=stop.tab)  # synced
     state = page.evaluate(STATE)
     top, bottom, scroll_h, client_h = state["bar"]
     assert 0 <= top and bottom <= state["height"] and scroll_h <= client_h + 1, (n, state["bar"])  # nothing cut
     assert bottom - top <= 0.25 * state["height"], (n, state["bar"])  # compact: the figure keeps the screen
     assert (state["tab"], state["present"]) == (stop.tab, True), (n, state)
-    assert html.unescape(stop.claim) in state["text"], (n, state["text"])  # the model's own words, on the page
+    if own:
+        assert html.unescape(stop.claim) in state["text"], (n, state["text"])  # the model's own words, on the page
+    row = _one_row(page, n)
+    if row is not None:  # Inside a head's query, in its link too
+        assert parse_qs(urlsplit(page.url).query)["query"] == [row], (n, page.url)
+    assert page.evaluate("() => window.attnLectureWalk") == "loaded once", n  # moved in place: no page load
     assert f"{n} / {len(lecture.STOPS)}" in state["text"]
     if "show" in stop.view:  # Inside a head's view, opened by the link alone (no click)
         assert state["view"] == stop.view["show"]
-    if stop.view.get("show") == "matrix":  # Equation (1)'s four maps ① → ④ on screen together, as it says
-        assert all(0 <= t and b <= top for t, b in state["stages"]) and "① → ④, left to right" in stop.look, state
+    if stop.view.get("show") == "matrix" and whole:  # Equation (1)'s four maps ① → ④ on screen together
+        assert all(0 <= t and b <= top for t, b in state["stages"]) and "① → ④ in reading order" in stop.look, state
     if stop.action == "predict":  # the step's Reveal on screen with the marked chart (and the predict mode on)
         assert state["predict"] and 0 <= state["reveal"][0] and state["reveal"][1] <= top, (state["reveal"], top)
     query = parse_qs(urlsplit(page.url).query)
-    shown = {k: query[k][0] for k in stop.view if k in query}
+    shown = {k: query[k][0] for k in stop.view if k in query and k != "query"}  # (the query: the pointer's row)
     assert shown == {k: v for k, v in stop.view.items() if k in shown} and shown, (n, page.url)  # the stop's view
     if measured:
         _large_and_clear(page, n)
@@ -116,40 +163,57 @@ def _large_and_clear(page: Page, n: int) -> None:
 
 
 def _own_sentence(page: Page) -> None:
-    """On stop 2, the visitor's own sentence: its marks are said to be for the stop's sentence (and go) until the next
-    stop, which computes them for the new one."""
+    """On stop 10, the visitor's own sentence: its marks are said to be for the stop's sentence (and go) until the
+    next stop, which computes them for the new one."""
     page.fill("#source textarea, #source input", OWN)
     page.keyboard.press("Enter")
     page.wait_for_function("() => !document.querySelector('#lecture-bar .lecture-stale').hidden")
     assert page.evaluate("() => window.attnLectureMark()") is None  # the old mark is gone
     page.keyboard.press("PageDown")  # (the focus is in the sentence box: → stays the box's own)
-    page.wait_for_url(re.compile(r"[?&]stop=3(&|$)"))
-    _shown(page, 3, whole=False)  # (this sentence's 13 tokens: the four maps two a row again, taller than the screen)
-    text = page.evaluate(STATE)["text"]
-    assert "“shirt”" in text and lecture.STOPS[2].claim not in text, text  # recomputed on the new sentence
-    _large_and_clear(page, 3)  # dark, the whole matrices of 13 tokens
+    page.wait_for_url(re.compile(r"[?&]stop=11(&|$)"))
+    text = _at_stop(page, 11, own=False)["text"]
+    assert "“Ein Mann”" in text and lecture.STOPS[10].claim not in text, text  # recomputed on the new sentence
 
 
-def test_the_whole_lecture_walks_with_the_keyboard(browser: Browser, server: str):
+def _walk(page: Page, server: str, text: str, dark: bool) -> None:
+    """Stop 1 loaded, then every stop by the keyboard, in place, each checked (``_at_stop``)."""
+    query = urlencode({"lecture": "1", "stop": "1", "text": text, **({"__theme": "dark"} if dark else {})})
+    goto(page, f"{server}?{query}")
+    _shown(page, 1)
+    page.evaluate("() => { window.attnLectureWalk = 'loaded once'; }")
+    long = len(text.split()) > 10  # Equation (1)'s four maps of a long sentence: two a row, taller than the screen
+    for n in range(1, len(lecture.STOPS) + 1):
+        state = _at_stop(page, n, own=text == lecture.SENTENCE, whole=not (long and n == 3))
+        assert state["dark"] == dark and parse_qs(urlsplit(page.url).query)["text"] == [text], (n, page.url)
+        if n == len(lecture.STOPS):
+            break
+        key = "PageDown" if lecture.STOPS[n - 1].tab == "decoding" else "ArrowRight"  # its arrows step the decoder
+        page.keyboard.press(key)
+        page.wait_for_url(re.compile(rf"[?&]stop={n + 1}(&|$)"))
+
+
+@pytest.mark.parametrize(("text", "dark"), WALKS, ids=["lecture-light", "long-dark", "short-light"])
+def test_the_whole_lecture_walks_in_place_with_the_keyboard(browser: Browser, server: str, text: str, dark: bool):
     tab = tabs(browser).take(1280, 720)
     page, watch = tab.page, tab.watch
     try:
-        page.goto(f"{server}?lecture=1&stop=1")
-        for n in range(1, len(lecture.STOPS) + 1):
-            _at_stop(page, n)
-            if n == len(lecture.STOPS):
-                break
-            key = "PageDown" if lecture.STOPS[n - 1].tab == "decoding" else "ArrowRight"  # its arrows step the decoder
-            page.keyboard.press(key)
-            page.wait_for_url(re.compile(rf"[?&]stop={n + 1}(&|$)"))
-        page.keyboard.press("PageUp")
-        page.wait_for_url(re.compile(rf"[?&]stop={len(lecture.STOPS) - 1}(&|$)"))
-        _at_stop(page, len(lecture.STOPS) - 1, measured=False)  # (measured on the way)
-        page.goto(f"{server}?lecture=1&stop=2&__theme=dark")  # the dark theme, which Next keeps
-        assert _at_stop(page, 2)["dark"]
-        _own_sentence(page)
-        assert "__theme=dark" in page.url and page.evaluate(STATE)["dark"]
-        # 15 page loads and a sentence later, the browser keeps no record of the runs (app.launch: run_history=False)
+        _walk(page, server, text, dark)
+        last = len(lecture.STOPS)
+        if text == lecture.SENTENCE:  # the browser's Back and Forward, and the key back
+            page.go_back()
+            _at_stop(page, last - 1, measured=False)
+            page.go_forward()
+            _at_stop(page, last, measured=False)
+            page.keyboard.press("PageUp")
+            page.wait_for_url(re.compile(rf"[?&]stop={last - 1}(&|$)"))
+            _at_stop(page, last - 1, measured=False)
+        if text == SHORT:  # back to stop 10 (the Attention tab), the visitor's own sentence there
+            for n in (last - 1, last - 2):
+                page.keyboard.press("PageUp")
+                page.wait_for_url(re.compile(rf"[?&]stop={n}(&|$)"))
+            _at_stop(page, last - 2, measured=False, own=False)
+            _own_sentence(page)
+        # the browser keeps no record of the runs (app.launch: run_history=False)
         assert page.evaluate("() => Object.keys(localStorage).filter((k) => k.startsWith('gradio:run-history'))") == []
     finally:
         tabs(browser).give_back(tab)

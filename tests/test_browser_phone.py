@@ -178,3 +178,43 @@ def test_on_a_wide_screen_too_and_the_word_piece_dot_is_explained(browser: Brows
         assert "juggle ·r = juggler" in status or "perform ·s = performs" in status, status
         page.locator("#attention-tab .how-to-read").first.click()  # unfolded (Gradio draws its text as it opens)
         expect(page.locator("#attention-tab .how-to-read").first).to_contain_text("continues the word before it")
+
+
+# A word of a cell broken over lines (its text's rects on more than one line), as the Model card's were: "d_ m o d el"
+BROKEN_WORDS = """(root) => {
+  const broken = [];
+  for (const cell of document.querySelectorAll(`${root} :is(td, th)`)) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter((r) => r.width).map((r) => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def test_on_a_phone_a_shared_link_opens_at_its_figure_and_tables_keep_their_words(browser: Browser, server: str):
+    """A shared Attention link drew its close-up two screens down (y ≈ 1,430): the page now opens scrolled to it. The
+    Model card's tables broke words letter by letter; now each word stays on one line, a table wider than the screen
+    scrolls sideways in its box, says so, and keeps its first column in view."""
+    with new_page(browser, *PHONE) as page:
+        goto(page, f"{server}?tab=attention&kind=cross&layer=5&head=4")
+        page.wait_for_function(f"() => ({HAS_HEATMAP})('detail')")
+        page.wait_for_function("() => { const r = document.getElementById('detail').getBoundingClientRect();"
+                               " return r.top >= 0 && r.top <= 40 && scrollY > 0; }")
+        page.locator("[role=tab][data-tab-id='model-card']").click()
+        page.locator("#model-card-text table").first.wait_for(state="visible")
+        assert page.evaluate(BROKEN_WORDS, "#model-card-text") == []
+        tables = page.evaluate("""() => [...document.querySelectorAll('#model-card-text table')].map((t) => ({
+            wide: t.scrollWidth > t.clientWidth + 1, scrolls: getComputedStyle(t).overflowX === 'auto',
+            cue: getComputedStyle(t, '::before').content,
+            sticky: getComputedStyle(t.querySelector('td, th')).position}))""")
+        assert tables and all(t["scrolls"] and "scroll sideways" in t["cue"] and t["sticky"] == "sticky"
+                              for t in tables), tables
+        assert any(t["wide"] for t in tables), tables  # (the check above is about something: a table does scroll)

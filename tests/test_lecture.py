@@ -21,11 +21,12 @@ from model.probes.ablation import load_ranking
 from model.probes.inside import inside_head
 from model.probes.steps import decode_steps
 from model.serving.lab import Lab
+from model.terms import KINDS
 from viz.lab import legend_name
 from viz.views import lab as lab_view
 from viz.views import lecture
 from viz.views.attention import share
-from viz.views.attention.examples import shown_token
+from viz.views.attention.examples import EXAMPLES, shown_token
 
 OTHER = "A man in a blue shirt is playing the guitar on the street."  # a visitor's own sentence
 
@@ -144,11 +145,11 @@ def test_the_lab_stop_marks_the_curves_the_lab_tab_draws(shipped, runs, lab):
     assert len(mark.points) == len(names) == 2
     for (trace, point), name in zip(mark.points, names, strict=True):
         line = fig["data"][trace]
-        seed = f" (seed {entries[name]['seeds'][0]})" if len(entries[name]["seeds"]) > 1 else ""
+        seed = f" · seed {entries[name]['seeds'][0]}"  # every line names its seed (its line style)
         assert line["name"] == legend_name(entries[name]["label"]) + seed
         assert line["yaxis"] in (None, "y")  # the top panel: validation loss
         ys = array(line["y"])
-        assert point == len(ys) - 1 and f"validation loss {ys[point]:.2f}" in mark.words
+        assert point == len(ys) - 1 and f"validation loss on the sample {ys[point]:.2f}" in mark.words
         best = max(e["val_bleu"] for e in entries[name]["epochs"][0])
         assert f"best validation BLEU {best:.1f}" in mark.words
     assert mark.words.index(f"{array(fig['data'][mark.points[0][0]]['y'])[-1]:.2f}") < mark.words.index("without it")
@@ -210,3 +211,76 @@ def test_the_caption_bar(shipped, runs):
 def test_a_mark_on_the_first_row_or_key_keeps_its_zero():
     assert lecture.Mark("detail", "w", row=0, col=0, query=0).spec() == {"plot": "detail", "row": 0, "col": 0,
                                                                           "query": 0}
+
+
+# ------------------------------------------------------------------------------------- true for any sentence
+SENTENCES = (*{e.sentence for e in EXAMPLES}, "Dogs run.", "A little girl climbs into a wooden playhouse.",
+             "Several men in hard hats are operating a giant pulley system while two women in orange vests watch "
+             "from the sidewalk near a parked truck.")
+
+
+class _Held:
+    """A session's result as the served app holds it (``SessionResult.get``)."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def get(self):
+        return self.result
+
+
+def _row_named(mark, tokens) -> int:
+    """The row a pointer's words name: the one token (whole word, as ``said`` names it) the words call the row."""
+    named = [i for i in range(len(tokens))
+             if re.search(rf"(row of|row fed|query) {re.escape(lecture.said(tokens, i))}", mark.words)]
+    assert len(named) == 1 or len({lecture.said(tokens, i) for i in named}) == 1, (mark.words, named)
+    return named[0]
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_outline_mark_and_caption_name_one_row_on_any_sentence(shipped, text):
+    """Every stop that points at a row of a head: the row the page outlines (Inside a head's query, which the link
+    opens: ``follow_mark``), the row marked and the row the caption names are one, and it is the row recomputed
+    here (the stop's word when the sentence has it once, else the row the head is surest about); the key named is
+    that row's largest weight; words, never bare pieces."""
+    result = shipped.attention(text)
+    for n, stop in enumerate(lecture.STOPS, start=1):
+        if "head" not in stop.view or stop.tab not in ("attention", "inside") or stop.view["head"] == "0":
+            continue
+        mark = lecture.point(n, shipped.cfg, result)
+        kind, layer, head = stop.view["kind"], int(stop.view["layer"]), int(stop.view["head"])
+        tokens, keys = result.tokens(kind)
+        w = _weights(result, kind, layer, head)
+        word = stop.point.__closure__ and next(c.cell_contents for c in stop.point.__closure__
+                                               if isinstance(c.cell_contents, str) and c.cell_contents not in KINDS
+                                               and c.cell_contents != mark.plot)
+        hits = [i for i, t in enumerate(tokens) if shown_token(t) == word]
+        surest = w.copy()
+        if kind == "decoder_self":
+            surest[0] = 0
+        expected = hits[0] if len(hits) == 1 else int(surest.max(axis=-1).argmax())
+        row = mark.row if mark.row is not None else mark.query
+        assert row == expected == _row_named(mark, tokens), (n, text, mark)
+        if mark.query is not None:  # Inside a head opens the query the pointer is about
+            query = lecture.link_query({"lecture": "1", "stop": str(n), "text": text})
+            view = share.View(text, query=1, tab="inside")  # (the stop's link: query 1)
+            assert lecture.follow_mark(query, view, _Held(result), shipped.cfg).query == mark.query == row
+        col = int(w[row].argmax())
+        assert f"{w[row, col]:.2f}" in mark.words and lecture.said(keys, col) in mark.words, (n, mark.words)
+        assert all(lecture.whole_word(tokens, i) == shown_token(tokens[i]) or f"its piece “{shown_token(tokens[i])}”"
+                   in lecture.said(tokens, i) for i in range(len(tokens)))
+
+
+def test_captions_name_whole_words():
+    pieces = ["<s>", "▁Ein", "▁M", "ann", "▁spielt", "▁Gitarre", ".", "</s>"]
+    assert [lecture.whole_word(pieces, i) for i in range(len(pieces))] == [
+        "<s>", "Ein", "Mann", "Mann", "spielt", "Gitarre", ".", "</s>"]
+    assert lecture.said(pieces, 3) == "“Mann” (its piece “ann”)" and lecture.said(pieces, 1) == "“Ein”"
+
+
+def test_titles_and_questions_read_as_sentences(shipped):
+    bar = lecture.caption_bar({"lecture": "1", "stop": str(len(lecture.STOPS))}, shipped.cfg,
+                              shipped.attention(lecture.SENTENCE), load_ranking())
+    assert "<strong>What does a head do?</strong>" in bar and "?." not in bar
+    for stop in lecture.STOPS:
+        assert stop.question.endswith("?") or stop.question.endswith("Reveal."), stop.question

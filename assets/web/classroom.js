@@ -2,7 +2,8 @@
    overview (the keyboard walks the figures: a11y.js). Reads page.view (query parameter -> element id of each control
    that holds the view: viz.views.attention.share), page.views (the same for each other tab's own view), page.labels
    (a dropdown's label -> its value), page.detail (the close-up's element id), page.copyLink (the Copy link button's),
-   page.overview and page.tileClick (the overview's tile message, see overview.js).
+   page.overview and page.tileClick (the overview's tile message, see overview.js), page.linkFigures (each tab's main
+   figure: a shared link opens scrolled to it).
 
    The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
    reads them back when a link is opened: viz.views.attention.share), and the tab shown writes its own view over it
@@ -117,4 +118,35 @@
                    y1: box[3], line: {color: '#ff2d55', width: 3}, fillcolor: 'rgba(0,0,0,0)', layer: 'above'};
     window.Plotly.relayout(gd, {shapes: [...shapes.filter((s) => s.name !== 'chosen-tile'), frame]});
   };
+
+  // On a phone a shared link opens scrolled to the figure it is about (page.linkFigures: the tab's main figure), once
+  // it is drawn, its top at the screen's top, unless it is on screen whole already: on a phone it lay two screens
+  // down. Not when the visitor scrolled, clicked or typed first, and not in the lecture (lecture.js places its stops).
+  const linked = new URLSearchParams(location.search);
+  const about = linked.get('show') === 'matrix' && linked.get('tab') === 'inside' ? 'in-m-stages'
+    : page.linkFigures[linked.get('tab') || 'attention'];
+  const phone = matchMedia('(max-width: 640px)').matches;  // (a wide screen shows the figures under the choices)
+  if (phone && about && linked.get('lecture') !== '1'
+      && [...linked.keys()].some((k) => k in page.view || k === 'tab')) {
+    let left = false;
+    const leave = () => { left = true; };
+    for (const type of ['wheel', 'touchstart', 'mousedown', 'keydown']) {
+      window.addEventListener(type, leave, {capture: true, passive: true, once: true});
+    }
+    // (kept there for a few seconds: what is drawn above it late moves it)
+    let first = null;
+    const started = Date.now(), toFigure = setInterval(() => {
+      const block = document.getElementById(about);  // drawn: a plotly figure, or an SVG figure's shapes
+      const drawn = block && block.querySelector('.js-plotly-plot .main-svg, svg g');
+      if (left || Date.now() - started > 30000 || (first && Date.now() - first > 4000)) {
+        clearInterval(toFigure);
+        return;
+      }
+      if (!drawn || !block.getClientRects().length) return;
+      const box = block.getBoundingClientRect();
+      if (!first && box.top >= 0 && box.bottom <= innerHeight) { clearInterval(toFigure); return; }  // on screen
+      first = first || Date.now();
+      if (Math.abs(box.top - 8) > 2) window.scrollBy({top: box.top - 8, behavior: 'instant'});
+    }, 200);
+  }
 }

@@ -4,9 +4,14 @@
    does the action, fits a figure drawn for a phone or a narrower column to the screen (its texts as large), scrolls
    the figure into view above the bar, and moves between stops.
 
-   Moving loads the next stop's URL (the link machinery opens its view: robust, a second or two a stop) rather than
-   setting a dozen controls in place. The sentence shown goes along (the URL's text, kept by classroom.js), so the
-   visitor's own sentence replaces the example on every stop and the marks are computed for it.
+   Moving happens in place, like a slide: Back / Next (and the keys) push the next stop's URL on the browser's history
+   (its link still opens it directly; the browser's Back / Forward move too) and send its query to the server
+   (the hidden box lecture-go), which opens its view as a page load would (viz/ui/tabs/attention.py) and writes its
+   caption. No page load, so no answer on its way is ever cut. The previous stop stays on screen until the next one
+   is drawn (its mark placed), then the page swaps at once (a view transition, where the browser has them; held
+   HOLD_MS at most). The sentence shown goes along (the URL's text, kept by classroom.js), so the visitor's own
+   sentence replaces the example on every stop and the marks are computed for it.
+   window.attnLectureMoves: each move's stop and milliseconds from the key to the stop drawn (bench/lecture.py).
 
    Keys: PageDown / PageUp (what a presenter's clicker sends) always move. → / ← move too, except where the arrows
    already mean something: in a field (a textbox, a slider, a radio), on the Decoding tab (its arrows step the
@@ -18,7 +23,7 @@
    (classroom.js draws it).
    window.attnLectureMark() gives the mark's box on screen, window.attnLectureFrame() the box of what must be on screen
    with it (the figure, or the mark's frame) (tests). */
-(page, {plotOf, onChange}) => {
+(page, {send, plotOf, onChange}) => {
   const bar = () => document.getElementById('lecture-bar');
   const data = () => {
     const el = bar();
@@ -30,14 +35,36 @@
     for (const keep of ['text', 'target', '__theme']) if (now.get(keep)) next.set(keep, now.get(keep));
     return `${location.pathname}?${next}`;
   };
+  // A move: the stop's URL, its query to the server; the stop on its way (``target``) until its caption comes.
+  const HOLD_MS = 3000;
+  let target = null, release = null;
+  const moves = window.attnLectureMoves = [];
+  const open = (n) => {
+    target = {stop: n, since: performance.now()};
+    if (release) release();
+    if (document.startViewTransition) {  // the stop shown kept on screen until the next one is drawn
+      const swap = document.startViewTransition(() => new Promise((done) => {
+        release = () => { release = null; done(); };
+        setTimeout(() => { if (release) release(); }, HOLD_MS);
+      }));
+      // (a key pressed again before the swap skips this one for the next: said by rejecting its promises)
+      for (const said of [swap.ready, swap.finished, swap.updateCallbackDone]) said.catch(() => {});
+    }
+    send('lecture-go', `${new URL(urlOf(n), location.href).search}&at=${Date.now()}`);
+  };
   const go = (step) => {
     const d = data();
     if (!d) return false;
-    const n = d.stop + step;
+    const n = (target ? target.stop : d.stop) + step;  // keys pressed fast: from the stop on its way
     if (n < 1 || n > d.stops) return false;
-    location.assign(urlOf(n));
+    history[step ? 'pushState' : 'replaceState'](history.state, '', urlOf(n));  // (0: this stop again)
+    open(n);
     return true;
   };
+  window.addEventListener('popstate', () => {  // the browser's Back / Forward between the stops' URLs
+    const n = Number(params().get('stop'));
+    if (params().get('lecture') === '1' && n >= 1 && bar()) open(n);
+  });
 
   // The entry: beside the page's title (Gradio places its block after the tabs); gone during the lecture.
   const placeEntry = () => {
@@ -47,8 +74,8 @@
   };
 
   document.addEventListener('click', (ev) => {
-    const id = ev.target && ev.target.closest && ev.target.closest('#lecture-back, #lecture-next');
-    if (id) { ev.preventDefault(); go(id.id === 'lecture-next' ? 1 : -1); }
+    const id = ev.target && ev.target.closest && ev.target.closest('#lecture-back, #lecture-next, #lecture-again');
+    if (id) { ev.preventDefault(); go({'lecture-next': 1, 'lecture-back': -1}[id.id] || 0); }
   });
   document.addEventListener('keydown', (ev) => {
     if (!bar() || ev.altKey || ev.ctrlKey || ev.metaKey || ev.defaultPrevented) return;
@@ -174,6 +201,16 @@
     const frame = m.frame ? [...document.querySelectorAll(m.frame)] : [];
     const figures = new Set([plotOf(m.plot), ...frame.flatMap((el) => [...el.querySelectorAll('.js-plotly-plot')])]);
     figures.delete(null);  // (Figures 1 and 2 are SVG)
+    // first the layout (four maps a row, or two): the figures are fitted once it is settled, at the size it gives
+    const dense = [...figures].some((gd) => {
+      const x = gd._fullLayout && gd._fullLayout.xaxis, size = gd._fullLayout && gd._fullLayout._size;
+      const n = x && x.showticklabels && x.tickfont && x.tickvals ? x.tickvals.length : 0;
+      return n && size && size.w / n < x.tickfont.size && gd.closest('#in-m-stages');
+    });
+    if (dense && !document.body.classList.contains('attn-lecture-wide-maps')) {
+      document.body.classList.add('attn-lecture-wide-maps');
+      return false;  // (fitted after the figures are drawn at their new size)
+    }
     let done = true;
     for (const gd of figures) {
       const fl = gd._fullLayout;
@@ -192,9 +229,6 @@
       const n = x && x.showticklabels && x.tickfont && x.tickvals ? x.tickvals.length : 0;
       if (n && angle && angle !== 90 && (w / n) * Math.sin(angle * Math.PI / 180) < 1.25 * x.tickfont.size) {
         update['xaxis.tickangle'] = -90;
-      }
-      if (n && w / n < x.tickfont.size && gd.closest('#in-m-stages')) {
-        document.body.classList.add('attn-lecture-wide-maps');
       }
       if (Object.keys(update).length) window.Plotly.relayout(gd, update);
       gd.attnLectureNarrow = gd.layout;
@@ -238,6 +272,7 @@
     return r.width > 0 && r.height > 0 ? {top: r.top, bottom: r.bottom, left: r.left, right: r.right} : null;
   };
   window.attnLectureMark = markBox;
+  window.attnLectureMoving = () => target !== null;  // a stop on its way (tests, bench)
 
   // The figure in view: its top under the page's top, the mark above the bar. Again after each change of the page
   // (figures drawn late move what is below them) until the visitor scrolls, clicks or types.
@@ -284,16 +319,42 @@
   const act = (d) => {
     const m = d.mark || {};
     if (m.query !== undefined && !clickInput(`#in-query input[type=radio][value="${m.query}"]`)) return false;
+    const block = document.getElementById(m.plot);
+    // moved in place to the tab's other view (its figures hidden): the tab draws a view on its own input (a click's)
+    if (m.query !== undefined && !(block && block.getClientRects().length)) {
+      const mode = document.querySelector('#in-view input:checked');
+      if (mode && done.moved && !done.redrawn) mode.dispatchEvent(new Event('input', {bubbles: true}));
+      done.redrawn = true;
+      return false;
+    }
     if (d.action === 'predict') return !!plotOf('decode-cross') && clickInput('#predict-mode input[type=checkbox]');
     return true;
   };
 
-  let done = {acted: false, stale: null};
+  let done = {acted: false, stale: null}, shown = null, since = Date.now();
+  const drawn = () => {  // the stop on its way is drawn: the swap, and its time
+    if (!target) return;
+    moves.push({stop: target.stop, ms: Math.round(performance.now() - target.since)});
+    target = null;
+    if (release) release();
+  };
   const update = () => {
     placeEntry();
     const d = data(), b = bar();
     document.body.classList.toggle('attn-lecture', !!d);
     if (!d) return;
+    if (target && d.stop !== target.stop) {  // the stop shown stays as it is until the next one's caption comes
+      if (performance.now() - target.since < 30000) return;
+      target = null;  // (never came: a failed run; the page's message says why)
+    }
+    if (d.stop !== shown) {  // a new stop (a page load, or a move): its marks and its action anew
+      if (shown !== null) unmark();
+      document.body.classList.remove('attn-lecture-wide-maps');  // (fitNarrow: this stop's own sentence decides)
+      done = {acted: false, stale: null, moved: shown !== null};
+      shown = d.stop;
+      moved = false;
+      since = Date.now();
+    }
     document.body.style.setProperty('--lecture-bar-h', `${Math.ceil(b.getBoundingClientRect().height)}px`);
     const text = (params().get('text') || '').trim();
     const stale = !!text && text !== d.text.trim();  // the visitor's own sentence, not yet the stop's
@@ -305,23 +366,25 @@
       if (again) again.href = urlOf(d.stop);
       if (stale) unmark();
     }
-    if (stale || !d.mark) return;
+    if (stale || !d.mark) { drawn(); return; }
     done.acted = done.acted || act(d);
     if (!done.acted || !fitFigure(d.mark) || !fitNarrow(d.mark) || !markElement(d.mark)) return;
     if (!moved) scrollTo(d.mark);
+    drawn();
   };
   // At most once a frame: a page load changes the page's elements in hundreds of tasks, and each update reads the
-  // layout (a forced layout per change: a quarter of a second of a stop's load, on a 2-core machine).
+  // layout (a forced layout per change: a quarter of a second of a stop's load, on a 2-core machine). (While a move
+  // holds the previous stop on screen the browser runs no frames: then a timer.)
   let queued = false;
+  const run = () => { queued = false; update(); };
   onChange(() => {
     if (queued) return;
     queued = true;
-    requestAnimationFrame(() => { queued = false; update(); });
+    if (target) setTimeout(run, 16); else requestAnimationFrame(run);
   });
   // Layout also moves without a change of the page's elements (a figure resized, a font loaded, a busy machine's late
-  // styles): until the visitor moves, the mark is checked again a few times a second for the stop's first minute.
-  const started = Date.now(), again = setInterval(() => {
-    if (moved || Date.now() - started > 60000) clearInterval(again);
-    else if (bar()) update();
+  // styles): until the visitor moves, the mark is checked again a few times a second for a stop's first minute.
+  setInterval(() => {
+    if (target || (!moved && Date.now() - since < 60000 && bar())) update();
   }, 300);
 }

@@ -1,7 +1,8 @@
 """The lecture's part of the page (``viz.views.lecture``): the "Lecture" entry and the caption bar, filled once the
-link's view has opened. The stop's view itself is opened by the link machinery (``lecture.link_query`` widens the
-page's query before the Attention tab parses it: viz/ui/tabs/attention.py); its mark, its action and Back / Next are
-the page script's (assets/web/lecture.js)."""
+link's view has opened (a page load) or the page has opened another stop in place (``page.reopened``: Back / Next
+send its query). The stop's view itself is opened by the link machinery (``lecture.link_query`` widens the page's query
+before the Attention tab parses it: viz/ui/tabs/attention.py); its mark, its action and Back / Next are the page
+script's (assets/web/lecture.js)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ def build_lecture(page: Page) -> None:
     bar = gr.HTML("", elem_id=PAGE["lecture"], padding=False)
     cfg, ranking, lab = page.runs.cfg, load_ranking(), page.runs.lab.runs_payload()
 
-    def caption(result: SessionResult | None, request: gr.Request) -> str:  # the stop's caption, marked for its run
-        return lecture.caption_bar(dict(request.query_params), cfg, result.get() if result is not None else None,
-                                   ranking, lab)
+    def stop_caption(result: SessionResult | None, asked: str, request: gr.Request) -> str:  # the stop's, marked
+        query = lecture.asked_query(asked) if asked else dict(request.query_params)  # (the page's move, or its URL)
+        return lecture.caption_bar(query, cfg, result.get() if result is not None else None, ranking, lab)
 
-    page.link.change(caption, page.result, bar, queue=False, show_progress="hidden", **PRIVATE)
+    def caption(result: SessionResult | None, asked: str, request: gr.Request) -> str:  # a page load's stop
+        return gr.skip() if asked else stop_caption(result, asked, request)  # (after a move: ``page.reopened``'s)
+
+    hidden = {"queue": False, "show_progress": "hidden", **PRIVATE}
+    page.link.change(caption, [page.result, page.lecture_go], bar, **hidden)
+    page.reopened.then(stop_caption, [page.result, page.lecture_go], bar, **hidden)  # the next stop, in place

@@ -10,6 +10,7 @@ import html
 import inspect
 import json
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -22,9 +23,9 @@ from gradio.components.plot import PlotData
 from model.serving.runs import Runs, SessionResult
 from viz.text import md_escape
 from viz.ui.patches import escape_message
-from viz.views import reading
+from viz.views import decode_steps, reading
 from viz.views.attention import maps
-from viz.views.outputs import SKIP, Figure, JSONText, Update
+from viz.views.outputs import SKIP, Figure, JSONText, Update, skipped
 from viz.views.page import WEB
 from viz.vocab import MAX_CHARS
 
@@ -51,6 +52,10 @@ class Page:
     opened: Any = None
     linked: dict[str, tuple] = field(default_factory=dict)
     link_choices: dict[str, Sequence[str]] = field(default_factory=dict)
+    # The lecture's moves in place: the page writes the next stop's URL query in ``lecture_go`` and the link's view
+    # opens again (``reopened``, that event), as ``opened`` does on a page load
+    lecture_go: Any = None
+    reopened: Any = None
 
 
 class AttentionView(SimpleNamespace):
@@ -144,12 +149,13 @@ def on_link(page: Page, tab_id: str, present, *args, inputs: list, outputs: list
 def open_linked_tabs(page: Page) -> None:
     """Every tab's part of a link (``on_link``) as one event once the Attention tab has opened the link's view and
     set ``page.link`` (a visit with a link only): one request, not one per tab, while the page loads (a hall of
-    pages loading the same link at once shares the queue's places: viz.ui.shares)."""
+    pages loading the same link at once shares the queue's places: viz.ui.shares); and after each of the lecture's
+    moves in place (``page.reopened``)."""
     parts = list(page.linked.values())
     inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
     outputs = [c for _, _, outs in parts for c in outs]
 
-    def open_linked(link, *values):  # each part skips unless the link names its tab; at most one opens its tab
+    def open_parts(link, *values):  # each part skips unless the link names its tab; at most one opens its tab
         value = dict(zip(map(id, inputs), values, strict=True))
         out, tab = [], SKIP
         for present, ins, _ in parts:
@@ -158,8 +164,15 @@ def open_linked_tabs(page: Page) -> None:
             tab = opened if opened is not SKIP else tab
         return (*out, tab)
 
-    page.link.change(listener(open_linked), [page.link, *inputs], [*outputs, page.tabs], show_progress="hidden",
-                     **PRIVATE)
+    def open_linked(moved, link, *values):  # a lecture's move in place opens the parts itself, below
+        return skipped(len(outputs) + 1) if moved else open_parts(link, *values)
+
+    page.link.change(listener(open_linked), [page.lecture_go, page.link, *inputs], [*outputs, page.tabs],
+                     show_progress="hidden", **PRIVATE)
+    # a move in place: the parts follow the Attention tab's (even a link as it was: the next stop's figures drawn anew),
+    # and what comes after the move (the lecture's caption) comes after them
+    page.reopened = page.reopened.then(listener(open_parts), [page.link, *inputs], [*outputs, page.tabs],
+                                       show_progress="hidden", **PRIVATE)
 
 
 # --------------------------------------------------------------------------------------------- in the browser
@@ -192,6 +205,16 @@ def how_to_read(tab_id: str) -> None:
 
 def sentence_box(label: str, **kwargs) -> gr.Textbox:
     return gr.Textbox(label=label, value=maps.DEFAULT_SOURCE, max_length=MAX_CHARS, **kwargs)
+
+
+def following(page: Page, tab: gr.Tab, text: gr.Textbox, elem_id: str) -> gr.Textbox:
+    """A tab's own sentence box ``text`` follows the Attention tab's sentence as ``tab`` opens, unless the visitor typed
+    another there (``decode_steps.take_sentence``). Returns a hidden box set once that is done: the tab's run listens
+    to it rather than to ``tab.select`` (which would run the sentence the box had)."""
+    followed, opened = gr.State(""), hidden_box(elem_id)
+    tab.select(listener(lambda result, last: decode_steps.take_sentence(result, last, f"{time.time():.6f}")),
+               [page.result, followed], [text, followed, opened], show_progress="hidden", **PRIVATE)
+    return opened
 
 
 def layer_slider(cfg, value: int = 1, **kwargs) -> gr.Slider:

@@ -29,7 +29,7 @@ from viz.step_bars import cross_row_spec, hidden_spec, prob_text, self_row_spec,
 from viz.text import md_escape, plain_token
 from viz.views.attention.share import opens
 from viz.views.inputs import check_text
-from viz.views.outputs import Figure, Update, changes, finish_figure, open_tab, skipped
+from viz.views.outputs import SKIP, Figure, Update, changes, finish_figure, open_tab, skipped
 from viz.vocab import MEAN
 
 if TYPE_CHECKING:  # for the type hints only
@@ -125,6 +125,14 @@ def sentence_to_follow(result: AttentionResult | None, followed: str) -> str | N
     if result is None or not result.source_text or result.source_text == followed:
         return None
     return result.source_text
+
+
+def take_sentence(result: AttentionResult | None, followed: str, stamp: str) -> tuple:
+    """Another tab's sentence box as that tab opens (the Why tab's, the Lab's): the Attention tab's sentence and the
+    one taken over (``sentence_to_follow``; no change where the visitor typed their own there since), then ``stamp``
+    (a hidden box's new value: the tab's run follows it, on the sentence now in the box)."""
+    text = sentence_to_follow(result, followed)
+    return (SKIP, SKIP, stamp) if text is None else (text, text, stamp)
 
 
 # ------------------------------------------------------------------------------------------ the tab's listeners

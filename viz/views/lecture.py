@@ -11,9 +11,9 @@ named by a token the sentence lacks falls back to the row the head is surest abo
 sentence are written here too (``claim``): tests/test_lecture.py checks every one against the shipped model, so a
 retrained model that no longer does this fails a test by the stop's name — rewrite the claim from the new model.
 
-Moving between stops loads the next stop's URL (assets/web/lecture.js): the link machinery opens its view, the
-robust way (a few seconds a stop), rather than setting a dozen controls in place. The lecture turns presentation
-mode on.
+Moving between stops happens in place, like slides (assets/web/lecture.js): the page pushes the next stop's URL and
+sends its query (``asked_query``); the link machinery opens its view as on a page load, and a stop on Inside a head
+opens the query its pointer is about (``follow_mark``). The lecture turns presentation mode on.
 This module imports neither torch nor gradio; the wiring is viz/ui/lecture.py.
 """
 
@@ -23,12 +23,13 @@ import html
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
 
 import numpy as np
 
-from model.terms import KINDS
+from model.terms import KINDS, WORD_MARKER
 from viz.lab import curve_trace
 from viz.views.attention.context import next_tokens
 from viz.views.attention.examples import shown_token
@@ -38,6 +39,8 @@ from viz.vocab import KIND_LABELS
 if TYPE_CHECKING:
     from model.network.config import TransformerConfig
     from model.network.inference import AttentionResult
+    from model.serving.runs import SessionResult
+    from viz.views.attention.share import View
 
 SENTENCE = DEFAULT_SOURCE  # the lecture's own sentence (every claim is about it): "Two dogs are running …"
 ENTRY = "?lecture=1&stop=1"  # the "Lecture" entry's link
@@ -119,12 +122,43 @@ def _strongest(result: AttentionResult, kind: str, layer: int, head: int, word: 
     return w, row, int(w[row].argmax())
 
 
+def _alone(piece: str) -> bool:
+    """A piece that is a word of its own: <s>, </s>, or punctuation ("." after "▁snow")."""
+    text = shown_token(piece)
+    return (piece.startswith("<") and piece.endswith(">")) or (bool(text) and not any(c.isalnum() for c in text))
+
+
+def whole_word(tokens: list[str], i: int) -> str:
+    """The word token ``i`` is a piece of (a piece that starts with "▁" starts a word; <s>, </s> and punctuation stand
+    alone)."""
+    if _alone(tokens[i]):
+        return shown_token(tokens[i])
+
+    def joined(k: int) -> bool:  # piece k continues the word of piece k - 1
+        return k > 0 and not tokens[k].startswith(WORD_MARKER) and not _alone(tokens[k]) and not _alone(tokens[k - 1])
+
+    start, end = i, i + 1
+    while joined(start):
+        start -= 1
+    while end < len(tokens) and joined(end):
+        end += 1
+    return "".join(shown_token(p) for p in tokens[start:end])
+
+
+def said(tokens: list[str], i: int) -> str:
+    """Token ``i`` as the captions name it: its whole word, quoted, and the piece too where it is only a part of it."""
+    word, piece = whole_word(tokens, i), shown_token(tokens[i])
+    return f"“{word}”" if word == piece else f"“{word}” (its piece “{piece}”)"
+
+
 def _fed(result: AttentionResult, kind: str, row: int) -> str:
     """A row as the captions name it: the encoder's token, or the decoder row's input and what it writes (§3.1)."""
     tokens = result.tokens(kind)[0]
     if kind == "encoder_self":
-        return f"the row of “{shown_token(tokens[row])}”"
-    return f"the row fed “{shown_token(tokens[row])}” (it writes “{shown_token(next_tokens(result)[row])}”)"
+        return f"the row of {said(tokens, row)}"
+    rows = result.target_tokens
+    writes = said(rows, row + 1) if row + 1 < len(rows) else f"“{shown_token(next_tokens(result)[row])}”"
+    return f"the row fed {said(tokens, row)} (it writes {writes})"
 
 
 def _where(kind: str, layer: int, head: int) -> str:
@@ -136,8 +170,8 @@ def cell_pointer(kind: str, layer: int, head: int, word: str, plot: str) -> Call
 
     def point(ctx: Context) -> Mark:
         w, row, col = _strongest(ctx.result, kind, layer, head, word)
-        key = shown_token(ctx.result.tokens(kind)[1][col])
-        words = f"{_where(kind, layer, head)}: {_fed(ctx.result, kind, row)} looks most at “{key}” ({w[row, col]:.2f})."
+        key = said(ctx.result.tokens(kind)[1], col)
+        words = f"{_where(kind, layer, head)}: {_fed(ctx.result, kind, row)} looks most at {key} ({w[row, col]:.2f})."
         return Mark(plot, words, row=row, col=col)
 
     return point
@@ -148,9 +182,9 @@ def softmax_row_pointer(kind: str, layer: int, head: int, word: str) -> Callable
 
     def point(ctx: Context) -> Mark:
         w, row, col = _strongest(ctx.result, kind, layer, head, word)
-        key = shown_token(ctx.result.tokens(kind)[1][col])
+        key = said(ctx.result.tokens(kind)[1], col)
         words = (f"{_where(kind, layer, head)}: in softmax(QKᵀ/√d_k) {_fed(ctx.result, kind, row)} sums to "
-                 f"{float(w[row].sum()):.2f}; its largest weight, {w[row, col]:.2f}, is on “{key}”.")
+                 f"{float(w[row].sum()):.2f}; its largest weight, {w[row, col]:.2f}, is on {key}.")
         # on screen: the four maps ① → ④, a row (app.css draws them so in the lecture)
         return Mark("in-m-weights", words, row=row, col=col, query=row, frame="#in-m-stages")
 
@@ -163,9 +197,9 @@ def query_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[Cont
     def point(ctx: Context) -> Mark:
         w, row, col = _strongest(ctx.result, kind, layer, head, word)
         n = int((w[row] > 0).sum()) if kind == "decoder_self" else w.shape[-1]
-        key = shown_token(ctx.result.tokens(kind)[1][col])
-        words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: "
-                 f"{n} scores q·k become {n} weights; the largest, {w[row, col]:.2f}, is on “{key}”.")
+        key = said(ctx.result.tokens(kind)[1], col)
+        words = (f"{_where(kind, layer, head)}, query {said(ctx.result.tokens(kind)[0], row)}: "
+                 f"{n} scores q·k become {n} weights; the largest, {w[row, col]:.2f}, is on {key}.")
         # on screen whole: the figure's four bands two a row (its column the page's width in the lecture: app.css)
         return Mark("in-scores", words, col=col, trace=3, query=row, columns=2)
 
@@ -188,10 +222,10 @@ def footnote4_pointer(kind: str, layer: int, head: int, word: str) -> Callable[[
     def point(ctx: Context) -> Mark:
         w, row, col = _strongest(ctx.result, kind, layer, head, word)
         raw = unscaled(w[row], ctx.cfg.d_k)
-        key = shown_token(ctx.result.tokens(kind)[1][col])
-        words = (f"{_where(kind, layer, head)}, query “{shown_token(ctx.result.tokens(kind)[0][row])}”: with "
-                 f"1/√d_k = 1/√{ctx.cfg.d_k} its largest weight is {w[row, col]:.2f} (on “{key}”); "
-                 f"without it, {raw.max():.2f} (on “{shown_token(ctx.result.tokens(kind)[1][int(raw.argmax())])}”).")
+        keys = ctx.result.tokens(kind)[1]
+        words = (f"{_where(kind, layer, head)}, query {said(ctx.result.tokens(kind)[0], row)}: with "
+                 f"1/√d_k = 1/√{ctx.cfg.d_k} its largest weight is {w[row, col]:.2f} (on {said(keys, col)}); "
+                 f"without it, {raw.max():.2f} (on {said(keys, int(raw.argmax()))}).")
         return Mark("in-footnote4", words, col=col, trace=0, query=row, columns=1)  # on screen whole: shorter
 
     return point
@@ -212,19 +246,35 @@ def lab_pointer(scaled: str, unscaled: str) -> Callable[[Context], Mark]:
 
         ends = {r["name"]: r["curves"][0]["probe_loss"][-1] for r in (a, b)}
 
-        def said(entry: dict) -> str:
+        def ended(entry: dict) -> str:
             best = max(e["val_bleu"] for e in entry["epochs"][0])
             upper = " (the upper line)" if ends[entry["name"]] == max(ends.values()) else ""
-            return f"validation loss {ends[entry['name']]:.2f}{upper}, best validation BLEU {best:.1f}"
+            return (f"validation loss on the sample {ends[entry['name']]:.2f}{upper}, best validation BLEU "
+                    f"{best:.1f}")
 
-        words = (f"h = {cfg['n_heads']}, d_k = {cfg['d_model'] // cfg['n_heads']}, after {a['curves'][0]['step'][-1]} "
-                 f"training steps: with 1/√d_k {said(a)}; without it {said(b)}.")
+        steps = a["epochs"][0][-1]["step"]
+        words = (f"h = {cfg['n_heads']}, d_k = {cfg['d_model'] // cfg['n_heads']}, at the last record (step "
+                 f"{a['curves'][0]['step'][-1]} of {steps}): with 1/√d_k {ended(a)}; without it {ended(b)}."
+                 f"{_grad_words(a, b)}")
         # on screen: the figure from its label, its legend (on top) and the top panel (validation loss) with its title;
         # the figure's other panels are below it
         return Mark("lab-curves", words, points=tuple((curve_trace(runs, r["name"]), last) for r in (a, b)),
                     frame="#lab-curves [data-testid=block-label], #lab-curves .subplot.xy")
 
     return point
+
+
+def _grad_words(scaled: dict, unscaled: dict) -> str:
+    """‖∇W^Q‖ of two lab runs' encoder self-attention (the Lab's middle panel as it opens: the mean of the layers), at
+    their first and last records; nothing where the records lack it."""
+    key = "grad_wq.encoder_self"
+    curves = [run["curves"][0] for run in (scaled, unscaled)]
+    if not all(key in c and len(c[key]) == len(c["step"]) and c["step"] for c in curves):
+        return ""
+    at = [[float(np.mean(c[key][i])) for c in curves] for i in (0, -1)]
+    steps = curves[0]["step"]
+    return (f" ‖∇W^Q‖ at step {steps[0]}: {at[0][0]:.2g} with, {at[0][1]:.2g} without; at step {steps[-1]}: "
+            f"{at[1][0]:.2g} with, {at[1][1]:.2g} without.")
 
 
 def heads_differ_pointer(kind: str, layer: int, word: str) -> Callable[[Context], Mark]:
@@ -235,10 +285,10 @@ def heads_differ_pointer(kind: str, layer: int, word: str) -> Callable[[Context]
         maps = ctx.result.maps(kind)[layer - 1]  # (H, Q, K)
         row = _row(ctx.result.tokens(kind)[0], word, maps.mean(axis=0))
         keys = ctx.result.tokens(kind)[1]
-        tops = [shown_token(keys[int(maps[h, row].argmax())]) for h in range(maps.shape[0])]
+        tops = [int(maps[h, row].argmax()) for h in range(maps.shape[0])]
         different = list(dict.fromkeys(tops))
         words = (f"Layer {layer}: for {_fed(ctx.result, kind, row)} the {len(tops)} heads weigh "
-                 f"{len(different)} different tokens most: {', '.join(f'“{t}”' for t in different)}.")
+                 f"{len(different)} different tokens most: {', '.join(said(keys, t) for t in different)}.")
         return Mark("overview", words, tile=True)
 
     return point
@@ -256,10 +306,10 @@ def masked_row_pointer(layer: int, head: int, word: str) -> Callable[[Context], 
         row = _row(ctx.result.tokens(kind)[0], word, surest)
         future = float(w[row, row + 1:].sum())
         col = int(w[row].argmax())
-        key = shown_token(ctx.result.tokens(kind)[1][col])
+        key = said(ctx.result.tokens(kind)[1], col)
         seen = f"{row + 1} token{'s' if row else ''}"
         words = (f"{_where(kind, layer, head)}: {_fed(ctx.result, kind, row)} sees {seen}; its weight on "
-                 f"the later ones is {future:.2f}; it looks most at “{key}” ({w[row, col]:.2f}).")
+                 f"the later ones is {future:.2f}; it looks most at {key} ({w[row, col]:.2f}).")
         return Mark("detail", words, row=row)
 
     return point
@@ -274,9 +324,9 @@ def decoding_pointer(layer: int, step: int) -> Callable[[Context], Mark]:
         t = min(step, len(r.target_tokens)) - 1  # the row fed the last token written so far
         w = r.maps("cross")[layer - 1].mean(axis=0)[t]
         col = int(w.argmax())
-        written = " ".join(shown_token(p) for p in r.target_tokens[1:t + 1]) or "nothing yet"
+        written = "".join(r.target_tokens[1:t + 1]).replace(WORD_MARKER, " ").strip() or "nothing yet"
         words = (f"Step {t + 1}, layer {layer}, the mean of the heads: written so far “{written}”; the decoder looks "
-                 f"most at “{shown_token(r.source_tokens[col])}” ({w[col]:.2f}).")
+                 f"most at {said(r.source_tokens, col)} ({w[col]:.2f}).")
         # on screen with it: the step's controls (Reveal) above the charts (app.css puts the charts right below them)
         return Mark("decode-cross", words, col=col, trace=0, frame="#step-prev, #reveal, #decode-cross")
 
@@ -331,38 +381,40 @@ STOPS: tuple[Stop, ...] = (
          {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2])},
          "Each row is one word asking: which words of this sentence do I take my meaning from? The marked cell is the "
          "row's largest weight.",
-         "Why would a noun look at its verb?",
+         "Is the word the marked row looks at most the one you would have guessed? What might it take from it?",
          cell_pointer(*ENC, plot="detail"),
          "Layer 1, head 5: the row of “dogs” looks most at “running” (0.88)."),
     Stop("§3.2.1 Equation (1), every query at once", "inside",
          {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "matrix"},
-         "Maps ① → ④, left to right: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once. The outlined row is "
-         "one query; the marked cell, its largest weight.",
+         "Maps ① → ④ in reading order: QKᵀ, ÷ √d_k, + the mask, softmax, for every query at once. The outlined row "
+         "is one query; the marked cell, its largest weight.",
          "Why must every row of the softmax sum to 1?",
          softmax_row_pointer(*ENC),
          "Layer 1, head 5: in softmax(QKᵀ/√d_k) the row of “dogs” sums to 1.00; its largest weight, 0.88, is on "
          "“running”."),
     Stop("§3.2.1 One query inside a head", "inside",
-         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "query"},
          "Panel (b): the query's dot products with every key, scaled, masked, then softmax. The marked bar wins.",
          "What would change if two keys had the same dot product?",
          query_pointer(*ENC),
          "Layer 1, head 5, query “dogs”: 9 scores q·k become 9 weights; the largest, 0.88, is on “running”."),
     Stop("Footnote 4: why divide by √d_k", "inside",
-         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1"},
+         {"kind": ENC[0], "layer": str(ENC[1]), "head": str(ENC[2]), "query": "1", "show": "query"},
          "The same softmax, scaled three ways: as trained, × 1 and × the Why-tab factor. The marked key is the winner.",
          "Dot products of d_k random terms grow like √d_k: what does that do to a softmax?",
          footnote4_pointer(*ENC),
          "Layer 1, head 5, query “dogs”: with 1/√d_k = 1/√24 its largest weight is 0.88 (on “running”); without it, "
          "1.00 (on “running”)."),
     Stop("Footnote 4 in training: the lab's h = 1 siblings", "lab", {"runs": "h1,h1-unscaled"},
-         "Two models alike but for 1/√d_k, trained the same: the top panel is each one's validation loss over "
-         "training. The marked gap is where they ended.",
-         "With d_k = 192 the dot products grow like √192 ≈ 14: what does the softmax make of them, and what then "
-         "reaches W^Q and W^K (the middle panel)?",
+         "Two models alike but for 1/√d_k: top, validation loss (marked: where they ended); second, the softmax's "
+         "own gradient; third, the gradient reaching W^Q (log scale). Unscaled, the scores are √d_k times larger: "
+         "the softmax saturates and its own gradient ‖diag(p) − p pᵀ‖ shrinks (footnote 4), yet ‖∇W^Q‖ starts "
+         "larger: the scores' derivative in W^Q is √d_k times larger too.",
+         "Why does the unscaled run's ‖∇W^Q‖ start far above the scaled one's, and then fall far below it?",
          lab_pointer("h1", "h1-unscaled"),
-         "h = 1, d_k = 192, after 1575 training steps: with 1/√d_k validation loss 1.82, best validation BLEU 34.4; "
-         "without it validation loss 3.71 (the upper line), best validation BLEU 3.0."),
+         "h = 1, d_k = 192, at the last record (step 1575 of 1578): with 1/√d_k validation loss on the sample 1.82, "
+         "best validation BLEU 34.4; without it validation loss on the sample 3.71 (the upper line), best validation "
+         "BLEU 3.0. ‖∇W^Q‖ at step 25: 0.01 with, 1.7 without; at step 1575: 0.025 with, 0.00029 without."),
     Stop("§3.2.2 Eight heads, eight different views", "attention",
          {"kind": ENC[0], "layer": str(ENC[1]), "head": "0"},
          "The overview: every layer × head at once; the framed row of tiles is one layer's heads.",
@@ -384,7 +436,7 @@ STOPS: tuple[Stop, ...] = (
     Stop("§3.2.3 Encoder–decoder attention as alignment", "attention", {"kind": "cross", "layer": "5", "head": "4"},
          "Queries from the decoder, keys from the encoder: a German row often looks at the English word it is about "
          "to write.",
-         "Which German word looks at more than one English word, and why?",
+         "Does every German row look at one English word, or do some spread over several? Why might they?",
          cell_pointer("cross", 5, 4, "Zwei", plot="detail"),
          "Layer 5, head 4: the row fed “Zwei” (it writes “Hunde”) looks most at “dogs” (0.92)."),
     Stop("Decoding, step by step: predict, then reveal", "decoding", {"layer": "6", "head": "0", "step": "3"},
@@ -396,7 +448,8 @@ STOPS: tuple[Stop, ...] = (
     Stop("What does a head do?", "heads", {"kind": "cross", "scope": "sentence", "stat": HEADS_STAT},
          "Each cell is a head, named by its role; the marked head is the one the model misses most when it is "
          "switched off.",
-         "If no single head matters much, what does that say about the eight heads?",
+         "How much does the model miss its most needed head, next to its BLEU? What does that say about how the "
+         "heads share the work?",
          ranking_pointer,
          "Switched off alone, encoder self-attention's layer 4, head 5 costs the shipped sample the most: 1.70 BLEU "
          "of 37.90."),
@@ -426,7 +479,29 @@ def link_query(query: Mapping[str, str]) -> dict[str, str]:
 
 
 
+def asked_query(asked: str) -> dict[str, str]:
+    """A URL's query the page sends (``?lecture=1&stop=3&text=…``, its leading ``?`` optional) as its parameters."""
+    return dict(parse_qsl(asked.strip().lstrip("?"), keep_blank_values=True, max_num_fields=32))
+
+
+def follow_mark(query: Mapping[str, str], view: View | None, result: SessionResult | None,
+                cfg: TransformerConfig) -> View | None:
+    """The link's view (``view``, parsed from ``query``) of a stop that opens one query of a head (Inside a head) on the
+    query its pointer is about, computed on the run shown (``result``): the outlined row, the marked row and the row
+    the caption names are one, for any sentence. Any other view as it is."""
+    n = stop_number(query)
+    if n is None or view is None or "query" not in STOPS[n - 1].view or not hasattr(result, "get"):
+        return view
+    mark = point(n, cfg, result.get())
+    return view if mark.query is None else replace(view, query=mark.query)
+
+
 # -------------------------------------------------------------------------------------------------- the bar
+def _sentence(title: str) -> str:
+    """A title as a sentence: a full stop unless it ends with its own mark ("What does a head do?")."""
+    return title if title.endswith(("?", "!", ".")) else f"{title}."
+
+
 def point(n: int, cfg: TransformerConfig, result: AttentionResult, ranking: Mapping | None = None,
           lab: Mapping | None = None) -> Mark:
     """Stop ``n``'s mark on ``result`` (the run of the sentence shown)."""
@@ -453,7 +528,7 @@ def caption_bar(query: Mapping[str, str], cfg: TransformerConfig, result: Attent
             f'<span class="lecture-count">{n} / {len(STOPS)}</span>'
             f'<button type="button" id="lecture-next"{" disabled" if n == len(STOPS) else ""}>Next ▶</button>'
             f'<a id="lecture-exit" href="?">Exit</a></div>'
-            f'<div class="lecture-text"><strong>{esc(stop.title)}.</strong> {esc(stop.look)} '
+            f'<div class="lecture-text"><strong>{esc(_sentence(stop.title))}</strong> {esc(stop.look)} '
             f'<span class="lecture-pointer">{pointer}</span> '
             f'<span class="lecture-question">Ask: {esc(stop.question)}</span>'
             f'<span class="lecture-stale" hidden> These marks were for the sentence the stop opened with: Next, Back '

@@ -51,7 +51,10 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "mainFigures": {"attention": ["overview"], "decoding": ["decode-top5"], "scaling": ["variance"],
                         "inside": ["in-scores", "in-m-weights"], "heads": ["heads-grid"], "architecture": ["figure1"],
                         "lab": ["lab-curves"]},
-        "germanText": ["target", "translation"]}  # marked lang="de" (access.js)
+        "germanText": ["target", "translation"],  # marked lang="de" (access.js)
+        # each tab's main figure, by tab id: a shared link opens scrolled to it (classroom.js)
+        "linkFigures": {"attention": "detail", "decoding": "decode-cross", "inside": "in-scores",
+                        "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}
 
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one

@@ -277,8 +277,9 @@ def same_translation_note(factor: float, own: float, changed: str, trained_trans
     before, after = float(np.nanmean(ent_normal)), float(np.nanmean(ent_changed))
     how = "sharper" if after < before else "flatter"
     return (f"**The same translation** — the greedy words survive this factor here. Look at the maps instead: "
-            f"with it the heads are {how} (mean attention entropy {before:.2f} → {after:.2f} nats), as the two "
-            f"maps above and the entropy per head show.\n\n")
+            f"with it the heads are {how} (mean attention entropy {before:.2f} → {after:.2f} nats), as the entropy "
+            f"per head shows. The two maps above are the mean of the layer's heads, which averages most of that "
+            f"difference away.\n\n")
 
 
 # The tab's listeners: the presenters above with their inputs checked first (``viz.views.inputs``).

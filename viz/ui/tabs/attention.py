@@ -81,6 +81,7 @@ def build_attention(page: Page) -> AttentionView:
         v.tile_click, v.row_click = click_box(PAGE["tileClick"]), click_box(PAGE["rowClick"])  # row: "Inside a head"
         v.lines_request = click_box(PAGE["linesRequest"])  # the page script: the alignment view is on screen
         page.link = gr.State(None)  # the parsed link (share.View) for the other tabs' parts (wiring.on_link)
+        page.lecture_go = click_box("lecture-go")  # the lecture's next stop, its query (assets/web/lecture.js)
         v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (Inside a head); the API sends none: weights
         export_section(v)
         how_to_read("attention")
@@ -192,14 +193,20 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
     caption."""
     controls = [v.source, v.target, v.kind, v.layer, v.head, v.present, v.colour]  # classroom.CONTROLS
 
-    def open_link(request: gr.Request):  # the view the page's URL asks for; the tabs after this one take their part
+    def open_link(request: gr.Request, asked: str = ""):  # the view the page's URL asks for (or ``asked``, a URL's
+        # query the page sends: the lecture's moves in place); the tabs after this one take their part
         tabs = [tab.id for tab in page.tabs.children if isinstance(tab, gr.Tab)]
-        query = lecture.link_query(request.query_params)  # a lecture's stop: its view (viz.views.lecture)
-        return classroom.open_link(page.runs, warn, tabs, query, page.link_choices, page.linked)
+        query = lecture.link_query(lecture.asked_query(asked) if asked else request.query_params)  # a lecture's stop
+        *shown, result, tab, view = classroom.open_link(page.runs, warn, tabs, query, page.link_choices, page.linked)
+        return *shown, result, tab, lecture.follow_mark(query, view, result, page.runs.cfg)
 
-    page.opened = page.demo.load(listener(open_link), None, [*controls, v.guide, *v.shown, page.tabs, page.link],
-                                 **PRIVATE)
+    outputs = [*controls, v.guide, *v.shown, page.tabs, page.link]
+    page.opened = page.demo.load(listener(open_link), None, outputs, **PRIVATE)
     then_lines(page, v, page.opened)
+    # the lecture's Back / Next: the page sends the next stop's query (assets/web/lecture.js), opened in place
+    page.reopened = page.lecture_go.change(listener(open_link), page.lecture_go, outputs, show_progress="hidden",
+                                           trigger_mode="always_last", **PRIVATE)  # keys pressed fast: the last
+    then_lines(page, v, page.reopened)
     # (``select``: Gradio 6.31.0's dropdown also sends ``input`` each time it loses the focus, which would run it again)
     then_lines(page, v, v.example.select(listener(classroom.pick_example, page.runs, warn), [v.example,
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))

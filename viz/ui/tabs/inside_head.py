@@ -37,7 +37,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             head = gr.Radio(inside_view.head_choices(cfg.n_heads), value=1, label="Head", scale=4, elem_id="in-head")
             factor = gr.Textbox("", label="Scale (empty = 1/√d_k, 1 = none; Enter)", scale=2, elem_id="in-factor")
             with gr.Column(scale=1, min_width=160):
-                take = gr.Button("Why tab's factor", size="sm", elem_id="in-take-factor")
+                take = gr.Button("Use the Why tab's scale factor", size="sm", elem_id="in-take-factor")
                 to_why = gr.Button("Why 1/√d_k? →", size="sm", elem_id="in-to-why")
         query = gr.Radio([], label="Query token", elem_id="in-query")
         note = gr.Markdown(elem_id="in-note")  # which head a click on a row of the mean's close-up opened

@@ -10,7 +10,17 @@ import gradio as gr
 
 from model.serving.lab import SHIPPED
 from viz.lab import role_legend
-from viz.ui.wiring import PRIVATE, Page, how_to_read, in_browser, listener, on_link, page_and_api, sentence_box
+from viz.ui.wiring import (
+    PRIVATE,
+    Page,
+    following,
+    how_to_read,
+    in_browser,
+    listener,
+    on_link,
+    page_and_api,
+    sentence_box,
+)
 from viz.views import lab
 from viz.views.attention import maps
 from viz.views.page import PAGE
@@ -47,6 +57,7 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
             right = gr.Dropdown(sides, value=SHIPPED, label="Right", scale=2)
             pair_kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Kind", scale=2)
             run_btn = gr.Button("Run both", variant="primary", scale=1)
+        opened = following(page, tab, text, "lab-opened")  # the Attention tab's sentence, unless one was typed here
         notice = gr.Markdown(elem_id="lab-notice")
         with gr.Row():
             with gr.Column():
@@ -85,7 +96,7 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
         return  # nothing shipped yet: the summary says so
     gr.on([tab.select, kind.change, layer.change, chosen.change], listener(lab.curves_plot, shelf),
           [kind, layer, chosen], [curves, curves_note], **PRIVATE)
-    page_and_api([tab.select, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
+    page_and_api([opened.change, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
                  outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare",
                  preprocess=False)  # its own checks, with messages (a Dropdown's would name Python types)
     tab.select(listener(lab.table3a_plot, shelf), [], [table3a, table3a_note], **PRIVATE)

@@ -11,4 +11,5 @@ from viz.views.model_card import model_card
 def build_model_card(page: Page) -> None:
     with gr.Tab("Model card", id="model-card"):
         how_to_read("model-card")
-        gr.Markdown(model_card(page.runs.translator.folder, page.runs.translator.device_label))
+        gr.Markdown(model_card(page.runs.translator.folder, page.runs.translator.device_label),
+                    elem_id="model-card-text")

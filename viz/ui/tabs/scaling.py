@@ -13,6 +13,7 @@ from viz.scaling import ENTROPY_LABEL, PAPER_QUOTE
 from viz.ui.wiring import (
     PRIVATE,
     Page,
+    following,
     hidden_box,
     how_to_read,
     in_browser,
@@ -93,6 +94,7 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
         layer = layer_slider(cfg, scale=2)
         run_btn = gr.Button("Run the model", variant="primary", scale=1, elem_id="live-run")
     live_notice = gr.Markdown(elem_id="live-notice")
+    opened = following(page, tab, text, "live-opened")  # the Attention tab's sentence, unless one was typed here
     text.input(None, None, live_notice, js=in_browser("show", context.EDITED_LIVE))
     # Each run is drawn in the figure shown (live.js): the Plots keep these blank figures of their own as values.
     waiting = [plot_value(figure) for figure in scaling.live_waiting(cfg)]
@@ -114,7 +116,7 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
     frames = hidden_box(PAGE["liveFrames"])  # drawn in the figures shown (live.js)
     # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
     # The endpoint answers the figures as they are; the page gets them as JSON (scaling.live_frames).
-    page_and_api([run_btn.click, text.submit, tab.select, factor.change, kind.change, layer.change], live, cfg,
+    page_and_api([run_btn.click, text.submit, opened.change, factor.change, kind.change, layer.change], live, cfg,
                  runs.attention, runs.trained, inputs=[text, factor, kind, layer],
                  outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
                  page_outputs=[frames, summary], to_page=scaling.live_frames, preprocess=False,
