@@ -169,9 +169,11 @@ def early_gradients(payload: dict, records: dict, scaled: str, unscaled: str, ki
                               if s <= until]))
 
     d_k = 192 // a["config"]["n_heads"]
+    sa, sb = early_softmax(a), early_softmax(b)
+    said = ("smaller, as footnote 4 predicts for a saturated softmax" if sa < sb else
+            "not smaller, against what footnote 4 predicts")
     return (f"At d_k = {d_k} ({unscaled} against {scaled}, seed 1, {kind.replace('_', ' ')}, first {until} steps): "
-            f"the softmax's own gradient was {early_softmax(a):.3f} unscaled against {early_softmax(b):.3f} scaled "
-            f"— smaller, as footnote 4 predicts for a saturated softmax — while ‖∇W^Q‖ was "
+            f"the softmax's own gradient was {sa:.3f} unscaled against {sb:.3f} scaled — {said} — while ‖∇W^Q‖ was "
             f"{early_wq(a) / early_wq(b):.2g} × larger: unscaled, nothing divides the gradient by √d_k "
             f"(= {math.sqrt(d_k):.3g}) on its way back from the scores to W^Q, which outweighs the smaller softmax "
             "gradient.")
