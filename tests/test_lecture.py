@@ -214,7 +214,7 @@ def test_a_mark_on_the_first_row_or_key_keeps_its_zero():
 
 
 # ------------------------------------------------------------------------------------- true for any sentence
-SENTENCES = (*{e.sentence for e in EXAMPLES}, "Dogs run.", "A little girl climbs into a wooden playhouse.",
+SENTENCES = (*dict.fromkeys(e.sentence for e in EXAMPLES), "Dogs run.", "A little girl climbs into a wooden playhouse.",
              "Several men in hard hats are operating a giant pulley system while two women in orange vests watch "
              "from the sidewalk near a parked truck.")
 
