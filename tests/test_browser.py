@@ -219,7 +219,7 @@ def test_the_why_tab_draws_its_figures_and_a_live_run_keeps_html_as_text(kept: K
     box.fill(f"A dog {PAYLOAD} runs.")
     page.click("#live-run")
     page.wait_for_function(
-        f"() => ({GD})('live-changed') && ({GD})('live-changed').layout.yaxis.ticktext.length > 20"
+        f"() => ({GD})('live-changed') && (({GD})('live-changed').layout.yaxis.ticktext || []).length > 20"
         " && document.querySelector('#live-summary').textContent.includes('Translation with')"
     )
     for plot_id in ("live-normal", "live-changed"):

@@ -29,9 +29,10 @@ RUN_COLORS = {
 RUN_SYMBOLS = {"h8": "circle", "h1": "square", "h1-unscaled": "x", "h1-additive": "diamond",
                "h8-unscaled": "triangle-up", "h4": "star", "h2": "triangle-down", "h16": "cross"}
 SEED_DASHES = ("solid", "dash", "dot", "dashdot")  # seed 1, 2, 3, … — the legend names each
-CURVES = (  # (key, subplot title, log y); "softmax_grad" comes from the time-lapse maps (``series``)
-    ("probe_loss", "validation loss on the sample (nats per token)", False),
-    ("softmax_grad", "the softmax's own gradient ‖diag(p) − p p<sup>T</sup>‖ (footnote 4)", False),
+CURVES = (  # (key, subplot title, log y); "softmax_grad" comes from the time-lapse maps (``series``). Short titles:
+    # on a phone a longer one was cut at the figure's edge
+    ("probe_loss", "validation loss (nats per token)", False),
+    ("softmax_grad", "softmax gradient ‖diag(p) − pp<sup>T</sup>‖", False),
     ("grad_wq", "‖∇W<sup>Q</sup>‖ (log scale)", True),
     ("entropy", "attention entropy (nats)", False),
 )
@@ -77,7 +78,7 @@ def _curve(entry: dict, s: int, key: str, kind: str, layer: int) -> tuple[list, 
 def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figure:
     """Validation loss, the softmax's own gradient, ‖∇W^Q‖ and attention entropy over training steps, one line per
     seed (``runs``: entries of ``Lab.runs_payload()["runs"]``): a setting's colour and marker, the seed's line style
-    (solid, dashed, dotted: as the legend says), the setting's name written at the end of its loss curve.
+    (solid, dashed, dotted: as the legend says).
     ``kind`` and ``layer`` pick the attention of the lower panels (``MEAN``: over layers)."""
     fig = make_subplots(rows=len(CURVES), cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=[title for _, title, _ in CURVES])
@@ -95,14 +96,10 @@ def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figu
                     line=dict(color=color, width=2.5, dash=dash),
                     marker=dict(symbol=symbol, size=8, color=color, maxdisplayed=8),
                     hovertemplate=f"{escape_token(name, 60)}: %{{y:.4g}}<extra></extra>"), row=row, col=1)
-            if s == 0:  # the direct label: the setting's short name at the end of its first seed's loss curve
-                steps, y = _curve(entry, 0, "probe_loss", kind, layer)
-                fig.add_annotation(x=steps[-1], y=float(y[-1]), text=entry["name"], showarrow=False,
-                                   xanchor="left", xshift=4, font=dict(color=color, size=FONT_SIZE), row=1, col=1)
-    fig.update_layout(**_layout(900))
+    fig.update_layout(**_layout(1100))  # four panels of ~250 px: a log axis's ticks stay apart on a phone
     # The legend goes on top (it pushes the top margin as it grows): below, a long list of runs on a phone ran over
     # the x-axis title, and in the lecture it fell under the screen's edge.
-    fig.update_layout(legend=dict(y=1.035, yanchor="bottom"), margin=dict(l=8, r=72, t=36, b=8))
+    fig.update_layout(legend=dict(y=1.035, yanchor="bottom"), margin=dict(l=8, r=8, t=36, b=8))
     axis = dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor=TEXT_COLOR, showline=True)
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)
