@@ -163,9 +163,8 @@ def test_a_flood_of_ablations_from_one_address_leaves_the_app_to_everyone_else(a
     mine = other.post("ablate", ["a red house.", ["cross:2:1"]])
     assert mine[0] == 200, mine
     accepted = [(i, a[1]["event_id"]) for i, a in enumerate(answers) if a[0] == 200]
-    event, payload = flooder.read("ablate", accepted[-1][1])  # the newest of the flood's: gave its place
-    assert event == "error" and "gave its place to another visitor's" in payload["error"], payload
-    assert "Try again in" in payload["error"]
+    # the newest of the flood's gave its place: it left the queue (what its answer says: tests/test_shares.py)
+    assert accepted[-1][1] not in _queue(app).event_ids_to_events
     release.set()
     assert flooder.read("ablate", first[1]["event_id"])[0] == "complete"
     assert other.read("ablate", mine[1]["event_id"])[0] == "complete"
