@@ -75,7 +75,12 @@ class RawClient:
 
     def call(self, name: str, data: list) -> Answer:
         body = json.dumps({"data": data, "session_hash": self.session_hash}).encode()  # NaN, Infinity allowed
-        status, answer = self.request("POST", f"/gradio_api/call/{name}", body, {"Content-Type": "application/json"})
+        for _ in range(30):  # "1 at a time per page": the previous call's slot may free a moment after its answer
+            status, answer = self.request("POST", f"/gradio_api/call/{name}", body,
+                                          {"Content-Type": "application/json"})
+            if status != 429:
+                break
+            time.sleep(1.0)
         assert status == 200, (name, status, answer[:300])
         status, raw = self.request("GET", f"/gradio_api/call/{name}/{json.loads(answer)['event_id']}")
         assert status == 200, (name, status, raw[:300])
