@@ -126,6 +126,9 @@ def tiny_lab(corpus, tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     runs, out, card = root / "runs", root / "assets", root / "CARD.md"
     card.write_text("# Card\n\ntext kept\n")
+    from model.training.lab_export import README_END, README_START
+
+    (root / "README.md").write_text(f"- **Lab.** kept\n  {README_START}\n  old\n  {README_END}\n- next\n")
     for name in ("h8", "h1", "h1-unscaled"):
         sib = BY_NAME[name]
         run = runs / name
@@ -135,7 +138,7 @@ def tiny_lab(corpus, tmp_path_factory):
         steps = json.loads((run / "last" / "trainer.json").read_text())["step"]
         result = {"sibling": asdict(sib), "steps": steps, **score(run, corpus)}
         (run / "result.json").write_text(json.dumps(result))
-    records = export_all(runs, out, card, data=corpus)  # the corpus's test references: the statistics
+    records = export_all(runs, out, card, data=corpus, readme=root / "README.md")  # the corpus's test references
     return runs, out, card, records
 
 

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from model.network.checkpoint import load_model, save_model
+from model.network.checkpoint import CheckpointError, load_model, read_shapes, save_model
 from model.network.config import TINY, TransformerConfig
 from model.network.decode import greedy_decode
 from model.network.transformer import AttentionMaps, EncoderDecoder, additive_scores
+from model.training.lab_export import readme_section
+from model.training.lab_weights import LAST_FRAME_TOLERANCE, last_frame_gap
 from model.training.recorder import TIMELAPSE, snapshot_steps
 from model.training.siblings import SIBLINGS, Sibling
 from model.training.train import main
@@ -116,11 +118,40 @@ def test_a_recorded_run_keeps_curves_and_a_time_lapse(corpus, tmp_path):
     assert stats["sentences"] > 0 and len(stats["roles"]["cross"]) == TINY.n_layers
 
 
+def test_eight_bit_weights_load_as_the_model_within_half_a_step_of_each_row(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from model.network.quantise import SCALE_SUFFIX, quantise
+
+    torch.manual_seed(0)
+    model = EncoderDecoder(replace(TINY, d_model=64, d_ff=128)).eval()
+    save_model(model, tmp_path / "f16", dtype=torch.float16)
+    f16 = load_file(tmp_path / "f16" / "model.safetensors")
+    save_model(model, tmp_path / "q8")
+    save_file(quantise(f16), tmp_path / "q8" / "model.safetensors")
+    path = tmp_path / "q8" / "model.safetensors"
+    assert path.stat().st_size < 0.6 * (tmp_path / "f16" / "model.safetensors").stat().st_size
+    assert read_shapes(path) == {k: tuple(v.shape) for k, v in f16.items()}  # the row scales are not the model's
+    loaded = load_model(tmp_path / "q8").state_dict()
+    stored = load_file(path)
+    for name, w in f16.items():
+        if name + SCALE_SUFFIX in stored:  # a matrix: within half a step of its own row
+            step = stored[name + SCALE_SUFFIX][:, None]
+            assert ((loaded[name] - w.float()).abs() <= step / 2 + 1e-6).all(), name
+            assert stored[name].dtype == torch.int8 and w.dim() == 2
+        else:  # biases and layer norms: float16 as they were
+            assert torch.equal(loaded[name], w.float()), name
+    del stored["embed.weight" + SCALE_SUFFIX]  # an int8 matrix without its scales is refused, never read as is
+    save_file(stored, path)
+    with pytest.raises(CheckpointError, match="non-float"):
+        load_model(tmp_path / "q8")
+
+
 # --------------------------------------------------------------------------------------- export and serving
 def test_the_export_holds_each_runs_curves_bleu_and_time_lapse(tiny_lab):
     runs, out, card, records = tiny_lab
     index = json.loads((out / "index.json").read_text())
-    assert index["runs"] == ["h8", "h1", "h1-unscaled"] and index["live"] == ["h1", "h1-unscaled"]
+    assert index["runs"] == ["h8", "h1", "h1-unscaled"] and index["live"] == ["h8", "h1", "h1-unscaled"]
     assert [s["source"] for s in index["sentences"]] == [en for en, _ in TIMELAPSE]
     for name in index["runs"]:
         record = json.loads((out / f"{name}.json").read_text())
@@ -141,13 +172,25 @@ def test_the_export_holds_each_runs_curves_bleu_and_time_lapse(tiny_lab):
             np.testing.assert_allclose(shipped[-1] / 255, recorded, atol=0.5 / 255 + 1e-3)
         folder = record["weights"]["folder"]
         assert (folder is not None) == (name in index["live"])
-        if folder:
+        if folder:  # the reference's weights in 8 bits (scored in float16: that hash), the live siblings' float16
             import hashlib
 
+            weights = record["weights"]
             assert hashlib.sha256((out / folder / "model.safetensors").read_bytes()).hexdigest() == \
-                record["weights"]["sha256"]
+                weights["file_sha256"]
+            assert (weights["file_sha256"] == weights["sha256"]) == (weights["format"] == "float16")
+            assert weights["format"] == ("int8 per row" if name == "h8" else "float16")
+            gap = last_frame_gap(out / folder, out / record["timelapse"]["maps"])
+            assert weights["last_frame_gap"] == pytest.approx(gap, abs=1e-4) and gap <= LAST_FRAME_TOLERANCE
+            assert set(weights.get("bleu", {})) == ({"test_2016_flickr.greedy", "test_2016_flickr.beam4"}
+                                                    if name == "h8" else set())
     text = card.read_text()
     assert text.startswith("# Card\n\ntext kept\n") and text.count("## The lab's siblings") == 1
+    readme = (out.parent / "README.md").read_text()  # its lab sentences between their markers, the rest kept
+    stats = json.loads((out / "statistics.json").read_text())
+    assert readme == f"- **Lab.** kept\n  {readme_section(stats, 3)}\n- next\n"
+    assert "Today, with 3 of 24 runs shipped and 3 with translations: Footnote 4 at d_k = 192: not decided yet (" \
+        in " ".join(readme.split())
     assert all(f"| {r['name']} |" in text and r["weights"]["sha256"][:16] in text for r in records)
 
 
@@ -189,8 +232,8 @@ def test_siblings_open_on_demand_least_recently_used_first_and_attend_as_their_f
     _, out, _, _ = tiny_lab
     lab = Lab(out, capacity=1)
     assert lab.loaded() == []
-    with pytest.raises(ValueError, match="unknown run 'h8'; choose one of: h1, h1-unscaled"):
-        lab.translator("h8")  # trained, but its weights are not shipped
+    with pytest.raises(ValueError, match="unknown run 'h2'; choose one of: h8, h1, h1-unscaled"):
+        lab.translator("h2")  # not shipped
     first = lab.translator("h1")
     assert lab.translator("h1") is first and lab.loaded() == ["h1"]
     unscaled = lab.translator("h1-unscaled")
@@ -217,5 +260,5 @@ def test_the_app_runs_a_sibling_beside_the_shipped_model_in_one_cache(tiny_lab, 
     np.testing.assert_array_equal(sibling.cross, runs.lab.translator("h1").attention("the dog runs .").cross)
     assert sibling.encoder_self.shape[1] == 1  # h = 1
     assert runs.lab_attention("the dog runs .", SHIPPED) is runs.attention("the dog runs .")
-    with pytest.raises(ValueError, match="unknown run 'h8'; choose one of: shipped, h1, h1-unscaled"):
-        runs.lab_attention("the dog runs .", "h8")
+    with pytest.raises(ValueError, match="unknown run 'h2'; choose one of: shipped, h8, h1, h1-unscaled"):
+        runs.lab_attention("the dog runs .", "h2")

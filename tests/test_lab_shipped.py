@@ -17,10 +17,12 @@ import torch
 from model.network.checkpoint import load_model
 from model.network.transformer import AttentionMaps
 from model.serving.lab import LAB, Lab
-from model.training.lab_export import CARD_END, CARD_START, card_section
+from model.training.lab_export import CARD_END, CARD_START, card_section, readme_section
 from model.training.lab_stats import DECODINGS, read_lines, reference_file, statistics, translation_file
+from model.training.lab_weights import LAST_FRAME_TOLERANCE, last_frame_gap
 from model.training.siblings import BY_NAME
 from viz.views import lab as lab_view
+from viz.views import lecture
 
 CARD = LAB.parent / "model" / "MODEL_CARD.md"
 
@@ -87,6 +89,31 @@ def test_the_collapse_the_tab_states_is_in_the_records(lab):
     assert "from step 800 of 1578" in said and "writes one sentence for the 1,000 test inputs" in said
 
 
+def test_footnote_4s_sentences_say_what_the_records_show(lab):
+    """The curves' caption names the softmax's own gradient as footnote 4's quantity and says whether it shrank, and
+    ‖∇W^Q‖ as another quantity, larger unscaled, with its ratio against √d_k; the lecture's question (which panel
+    shrinks, why the other starts larger) has the answer the records give."""
+    payload = lab.runs_payload()
+    for scaled, unscaled in (("h1", "h1-unscaled"), ("h8", "h8-unscaled")):
+        a, b = lab.records[unscaled], lab.records[scaled]
+        d_k = 192 // a["config"]["n_heads"]
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            said = lab_view.early_gradients(payload, lab.records, scaled, unscaled, kind)
+            soft = [np.mean([np.mean(v) for s, v in zip(r["timelapse"]["steps"],
+                                                        r["timelapse"]["series"]["softmax_grad"][kind]) if s <= 200])
+                    for r in (a, b)]
+            wq = [np.mean([np.mean(v) for s, v in zip(r["curves"]["step"], r["curves"][f"grad_wq.{kind}"]) if s <= 200])
+                  for r in (a, b)]
+            assert f"was {soft[0]:.3f} unscaled against {soft[1]:.3f} scaled" in said
+            assert ("smaller, as footnote 4 predicts" in said) == (soft[0] < soft[1])
+            assert f"it was {wq[0] / wq[1]:.2g} × larger unscaled" in said and wq[0] > wq[1]
+            assert ("more than √d_k larger" in said) == (wq[0] / wq[1] > np.sqrt(d_k))
+    stop = next(s for s in lecture.STOPS if s.tab == "lab")
+    assert "which one, and why does the other start larger?" in stop.question
+    note = lab_view.CURVES_NOTE
+    assert "the softmax's own gradient" in note and "footnote 4 does not speak of" in note
+
+
 def test_the_time_lapse_maps_are_attention(lab):
     for name in lab.timelapse_runs():
         record = lab.records[name]
@@ -99,11 +126,36 @@ def test_the_time_lapse_maps_are_attention(lab):
                 np.testing.assert_allclose(maps.sum(-1), 1, atol=0.03, err_msg=f"{name} {key}")
 
 
+def test_no_shipped_translation_is_empty(lab):
+    """Every test sentence gets a translation of at least one token (beam search once returned the empty one for 21
+    of h1's, whose EOS-only hypothesis beat the rest: model.network.decode.first_step_without_eos)."""
+    for name in lab.statistics["runs"]:
+        for decoding in DECODINGS:
+            hyps = read_lines(translation_file(LAB, name, decoding))
+            assert len(hyps) == 1000 and all(h.strip() for h in hyps), (name, decoding, hyps.count(""))
+        assert lab.records[name]["search"].endswith("EOS barred at the first step"), name
+
+
+def test_the_time_lapses_last_frame_is_the_attention_of_the_shipped_weights(lab):
+    """Each run whose weights ship (float16, or the reference's 8 bits) attends, teacher-forced on the time-lapse
+    sentences, as the time-lapse's last frame shows, within ``LAST_FRAME_TOLERANCE`` in every cell; the record's
+    figure is this recomputation's."""
+    shipped = [name for name, r in lab.records.items() if r["weights"]["folder"] and r["timelapse"]["maps"]]
+    assert {"h1", "h1-unscaled", "h1-additive"} <= set(shipped)
+    for name in shipped:
+        weights = lab.records[name]["weights"]
+        gap = last_frame_gap(LAB / weights["folder"], LAB / lab.records[name]["timelapse"]["maps"])
+        assert weights["last_frame_gap"] == pytest.approx(gap, abs=1e-4) and gap <= LAST_FRAME_TOLERANCE, name
+
+
 def test_each_live_sibling_is_its_recorded_weights_and_attends_as_its_forward_pass(lab):
     for name in lab.live:
         record = lab.records[name]
         folder = LAB / record["weights"]["folder"]
-        assert hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest() == record["weights"]["sha256"]
+        digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+        assert digest == record["weights"]["file_sha256"]
+        # float16 weights are the scored ones; 8-bit ones name the float16 weights scored and their own BLEU
+        assert (digest == record["weights"]["sha256"]) == (record["weights"]["format"] == "float16")
         assert json.loads((folder / "config.json").read_text()) == record["config"]
         translator = lab.translator(name)
         result = translator.attention("Two dogs are running through the snow.")
@@ -118,7 +170,9 @@ def test_each_live_sibling_is_its_recorded_weights_and_attends_as_its_forward_pa
 
 def test_the_readmes_lab_results_are_what_the_shipped_statistics_say(lab):
     """The README's lab results, claim by claim, as statistics.json (recomputed above) gives each verdict."""
-    readme = " ".join((LAB.parents[1] / "README.md").read_text(encoding="utf-8").split())
+    text = (LAB.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert readme_section(lab.statistics, len(lab.records)) in text  # as `python -m model.lab export` writes it
+    readme = " ".join(text.split())
     for c in lab.statistics["claims"]:
         title = re.sub(r" \([^()]*\)$", "", c["title"])  # without its last aside ("(h = 16, picked as …)")
         assert f"{title}: {c['verdict']}" in readme, c["title"]

@@ -187,6 +187,22 @@ def test_beam_search_scores_at_least_greedy():
         assert logprob(beam) >= logprob(greedy) - 1e-4
 
 
+@pytest.mark.parametrize("p_eos, p_best", [(0.4, 0.45), (0.6, 0.3)])
+def test_a_translation_is_never_empty(p_eos, p_best):
+    """EOS is nearly as likely as the best token at every step (0.4): the empty hypothesis (log 0.4, not shortened by
+    the length penalty, lp(1) = 1) would beat every longer one in beam search, as it did on the h = 1 sibling's hard
+    test sentences; or EOS is the likeliest (0.6), which greedy would take at once. A translation has at least one
+    token, in beam search and greedy alike."""
+    model = tiny_model()
+    cfg = model.cfg
+    probs = torch.full((cfg.vocab_size,), (1 - p_eos - p_best) / (cfg.vocab_size - 2))
+    probs[cfg.eos_id], probs[5] = p_eos, p_best
+    model.generator = lambda x: probs.log().expand(*x.shape[:-1], -1)
+    src, _ = batch(cfg)
+    assert beam_search(model, src, beam=4) == [[5], [5]]
+    assert [row[0] for row in greedy_decode(model, src)] == [5, 5]
+
+
 def test_parameter_counts_and_presets():
     assert count_parameters(EncoderDecoder(TINY)) > 0
     assert PAPER_BASE.d_k == 64 and MULTI30K_SMALL.n_layers == 6 and MULTI30K_SMALL.n_heads == 8

@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from model.network.config import TransformerConfig
 from model.network.params import parameter_breakdown, state_dict_shapes
+from model.network.quantise import SCALE_SUFFIX, dequantise, without_scales
 from model.network.tokenizer import Tokenizer
 from model.network.transformer import EncoderDecoder
 from model.terms import MAX_TOKENS
@@ -110,12 +111,13 @@ def check_shapes(cfg: TransformerConfig, shapes: dict[str, tuple[int, ...]], pat
 
 
 def read_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
-    """Tensor names and shapes from a safetensors header, without reading the tensors."""
+    """Tensor names and shapes from a safetensors header, without reading the tensors (an 8-bit file's row scales,
+    ``model.network.quantise``, left out: its shapes are the model's)."""
     path = Path(path)
     _check_file(path, "weights file", REEXPORT)
     try:
         with safe_open(str(path), framework="pt") as f:
-            return {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+            return without_scales({name: tuple(f.get_slice(name).get_shape()) for name in f.keys()})
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: not a readable safetensors file ({_one_line(exc)}); {REEXPORT}") from None
 
@@ -124,9 +126,10 @@ def read_tensors(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     read_shapes(path)  # a missing or corrupt file fails here, with its one-line message
     try:
-        return load_file(str(path))
+        tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: not a readable safetensors file ({_one_line(exc)}); {REEXPORT}") from None
+    return dequantise(tensors) if any(name.endswith(SCALE_SUFFIX) for name in tensors) else tensors
 
 
 def load_state_into(model: EncoderDecoder, tensors: dict[str, torch.Tensor], path: Path) -> None:

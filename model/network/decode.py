@@ -65,12 +65,12 @@ def greedy_decode(
     finished = torch.zeros(b, dtype=torch.bool, device=src.device)
     out = []
     steps: list[AttentionMaps] = []
-    for _ in range(max_len):
+    for step in range(max_len):
         step_maps = AttentionMaps() if maps is not None else None
         logits = model.decode(token, memory, src_mask, scale, state, step_maps, head_mask)  # (B, 1, V)
         if step_maps is not None:
             steps.append(step_maps)
-        token = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+        token = first_step_without_eos(logits[:, -1], step, cfg.eos_id).argmax(-1, keepdim=True)  # (B, 1)
         token = token.masked_fill(finished[:, None], cfg.pad_id)
         out.append(token)
         finished |= token[:, 0] == cfg.eos_id
@@ -107,7 +107,7 @@ def greedy_rows(
         step_maps = AttentionMaps()
         logits = model.decode(token, memory, src_mask, scale, state, step_maps)  # (b, 1, V), b = rows left
         steps.append((rows, step_maps))
-        token = logits[:, -1].argmax(-1, keepdim=True)  # (b, 1)
+        token = first_step_without_eos(logits[:, -1], step, cfg.eos_id).argmax(-1, keepdim=True)  # (b, 1)
         out[rows, step] = token[:, 0]
         n_steps[rows] = step + 1
         going = (token[:, 0] != cfg.eos_id) & (step + 1 < limit[rows])
@@ -132,6 +132,16 @@ def greedy_rows(
         maps.cross.append(cross)
     ids, lengths = out.tolist(), n_steps.tolist()
     return [strip_special(row[:n], model) for row, n in zip(ids, lengths)], lengths, maps
+
+
+def first_step_without_eos(logits: Tensor, step: int, eos_id: int) -> Tensor:
+    """(rows, V) next-token scores; at the first step EOS is barred: a translation has at least one token.
+
+    Without it, beam search returns the empty translation whenever EOS is among the first step's K best tokens and
+    its log-probability beats every finished hypothesis's length-normalised score (lp(1) = 1 leaves the empty one
+    unpenalised): a weak model's hard sentences (the h = 1 sibling's beam 4 gave 21 empty test translations). The
+    same rule for greedy keeps beam 1 equal to greedy (fairseq bars EOS at step 0 the same way, min_len = 1)."""
+    return logits.index_fill(-1, torch.tensor([eos_id], device=logits.device), float("-inf")) if step == 0 else logits
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -172,7 +182,7 @@ def beam_search(
     row_base = (torch.arange(b, device=dev) * k)[:, None]  # (B, 1)
     for step in range(max_len):
         logits = model.decode(tokens[:, -1:], memory, src_mask, scale, state, head_mask=head_mask)  # (B*K, 1, V)
-        logp = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (B*K, V)
+        logp = first_step_without_eos(torch.log_softmax(logits[:, -1].float(), dim=-1), step, cfg.eos_id)  # (B*K, V)
         vocab = logp.size(-1)
         cand = (scores[:, :, None] + logp.view(b, k, vocab)).view(b, k * vocab)  # (B, K*V)
         top_scores, top_idx = cand.topk(2 * k, dim=-1)  # (B, 2K)

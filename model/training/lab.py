@@ -30,7 +30,7 @@ from model.cli import ArgumentParser, command
 from model.network.checkpoint import TOKENIZER_FILE, atomic_write_text
 from model.training.data import MULTI30K, encode_pairs, load_pairs, make_batches
 from model.training.lab_export import INDEX, WEIGHTS_FILE, export_all, final_weights, sha256
-from model.training.lab_stats import DECODINGS, SPLIT, translation_file, write_lines
+from model.training.lab_stats import DECODINGS, SEARCH, SPLIT, translation_file, write_lines
 from model.training.siblings import BUDGET, BY_NAME, EPOCHS, MAX_TOKENS, SIBLINGS, Sibling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +87,8 @@ def score(run: Path, data: Path) -> dict:
             print(f"{run.name}: {key} BLEU {result.score:.2f} ({time.perf_counter() - t0:.0f} s)", flush=True)
     # The float16 weights' hash is kept with the scores: a run trained elsewhere (a GPU machine) comes back
     # without its weights, and its record still names exactly which weights these numbers are of.
-    return {"bleu": bleu, "signature": signature, "weights_sha256": sha256(final_weights(run) / WEIGHTS_FILE)}
+    return {"bleu": bleu, "signature": signature, "search": SEARCH,
+            "weights_sha256": sha256(final_weights(run) / WEIGHTS_FILE)}
 
 
 def train_all(runs: Path, data: Path, only: list[str]) -> int:
@@ -109,29 +110,42 @@ def train_all(runs: Path, data: Path, only: list[str]) -> int:
     return 0
 
 
+def scored_now(run: Path, data: Path) -> dict:
+    """``RUN/result.json``, scored again (``score``) if an older search (``SEARCH``) made its translations."""
+    result = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    if result.get("search") != SEARCH:
+        print(f"== {run.name}: scored by an older search; scoring again", flush=True)
+        result = {**result, **score(run, data)}
+        atomic_write_text(run / "result.json", json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def translate_shipped(out: Path, data: Path) -> None:
-    """Translations of test_2016_flickr (greedy, beam 4) for every shipped run whose weights ship and whose
-    translations do not (runs exported before translations were kept); its record's test BLEU becomes that of
-    these translations (its float16 weights), the float32 numbers of its training kept beside."""
-    import sacrebleu
+    """Every shipped run whose weights ship and whose translations are missing or were made by an older search
+    (``SEARCH``): its test_2016_flickr translations (greedy, beam 4) from those float16 weights, and its record's
+    val and test BLEU of them, the float32 numbers of its training kept beside."""
+    from sacrebleu.metrics import BLEU
 
     from model.network.inference import Translator
     from model.training.evaluate import translate_all
 
     index = json.loads((out / INDEX).read_text(encoding="utf-8"))
-    sources, refs = load_pairs(data, SPLIT)
     for name in index["live"]:
-        if all(translation_file(out, name, d).is_file() for d in DECODINGS):
-            continue
         path = out / f"{name}.json"
         record = json.loads(path.read_text(encoding="utf-8"))
+        if record.get("search") == SEARCH and all(translation_file(out, name, d).is_file() for d in DECODINGS):
+            continue
         translator = Translator(out / record["weights"]["folder"], "cpu")
         record.setdefault("bleu_float32", dict(record["bleu"]))
-        for decoding, beam in zip(DECODINGS, (1, 4)):
-            hyps = translate_all(translator, sources, beam)
-            write_lines(translation_file(out, name, decoding), hyps)
-            record["bleu"][f"{SPLIT}.{decoding}"] = round(sacrebleu.metrics.BLEU().corpus_score(hyps, [refs]).score, 2)
-            print(f"{name}: {SPLIT}.{decoding} BLEU {record['bleu'][f'{SPLIT}.{decoding}']:.2f}", flush=True)
+        for split in ("val", SPLIT):
+            sources, refs = load_pairs(data, split)
+            for decoding, beam in zip(DECODINGS, (1, 4)):
+                hyps = translate_all(translator, sources, beam)
+                if split == SPLIT:
+                    write_lines(translation_file(out, name, decoding), hyps)
+                bleu = record["bleu"][f"{split}.{decoding}"] = round(BLEU().corpus_score(hyps, [refs]).score, 2)
+                print(f"{name}: {split}.{decoding} BLEU {bleu:.2f}", flush=True)
+        record["search"] = SEARCH
         atomic_write_text(path, json.dumps(record, separators=(",", ":")) + "\n")
 
 
@@ -163,9 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "status":
         status(args.runs)
         return 0
+    if args.runs.is_dir():  # finished runs scored before the search that ships (SEARCH): scored again
+        for run in sorted(p.parent for p in args.runs.glob("*/result.json") if p.parent.name in BY_NAME):
+            scored_now(run, args.data)
     if args.action == "translate":
         translate_shipped(args.out, args.data)
-    export_all(args.runs, args.out, card=ROOT / "assets" / "model" / "MODEL_CARD.md", data=args.data)
+    export_all(args.runs, args.out, card=ROOT / "assets" / "model" / "MODEL_CARD.md", data=args.data,
+               readme=ROOT / "README.md")
     return 0
 
 

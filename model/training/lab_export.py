@@ -5,17 +5,18 @@ and test_2016_flickr greedy and beam 4 with sacreBLEU's signature, the time-laps
 and roles, and the SHA-256 of the run's final float16 weights) and ``NAME.timelapse.npz`` (the time-lapse
 sentences' maps, one uint8 array per sentence and kind: (steps, L, H, Q, K), weight = value / 255).
 ``index.json``: the runs in order, the reference run, the live ones, and the time-lapse sentences with their
-references and tokens. For ``LIVE`` siblings, a model folder
-``NAME/`` (config.json, float16 model.safetensors, tokenizer.model) that the app opens on demand.
+references and tokens. For the runs whose weights ship (``model.training.lab_weights``: the live siblings in
+float16, the reference in 8 bits), a model folder ``NAME/`` (config.json, model.safetensors, tokenizer.model) that
+the app opens on demand.
 The model card gets a section listing every file with its SHA-256.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import shutil
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +26,9 @@ from model.network.checkpoint import CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, 
 from model.terms import KINDS
 from model.training.lab_series import series
 from model.training.lab_stats import DECODINGS, SPLIT, reference_file, statistics, translation_file, write_lines
+from model.training.lab_weights import EIGHT_BIT, SHIPS_WEIGHTS, last_frame_gap, sha256, ship_weights, shipped_bleu
 from model.training.siblings import BUDGET, BY_NAME, SIBLINGS
 
-LIVE = ("h1", "h1-unscaled", "h1-additive")  # the siblings a visitor can run on their own sentence
 TIMELAPSE_STATS = ("entropy", "confidence", "sharpness", "eos", "previous")
 BUDGET_BYTES = 64 * 2**20
 INDEX = "index.json"  # the runs in order, the reference, the live ones, the time-lapse sentences
@@ -35,10 +36,7 @@ STATISTICS = "statistics.json"  # model.training.lab_stats.statistics: per run, 
 ROOT_TOKENIZER = Path(__file__).resolve().parents[2] / "assets" / "model" / TOKENIZER_FILE  # every sibling's
 DEVICE_NAMES = {"cpu": "CPU (2 cores)", "cuda": "one GPU"}  # what the epoch log says -> the card's words
 CARD_START, CARD_END = "<!-- lab: start -->", "<!-- lab: end -->"
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+README_START, README_END = "<!-- lab results: start -->", "<!-- lab results: end -->"  # the README's lab sentences
 
 
 def _columns(records: list[dict]) -> dict[str, list]:
@@ -103,7 +101,7 @@ def factor_said(config: dict) -> dict:
     return {**config, "scaled": False} if config.get("attention") == "additive" else config
 
 
-def run_record(run: Path, out: Path) -> dict:
+def run_record(run: Path, out: Path, data: Path | None = None) -> dict:
     sib = BY_NAME[run.name]
     result = json.loads((run / "result.json").read_text(encoding="utf-8"))
     config = json.loads((run / CONFIG_FILE).read_text(encoding="utf-8"))
@@ -113,8 +111,8 @@ def run_record(run: Path, out: Path) -> dict:
     log = json.loads((run / "log.json").read_text(encoding="utf-8"))
     curves = json.loads((run / "curves.json").read_text(encoding="utf-8"))
     record, npz = timelapse(run)
-    live = sib.name in LIVE
-    weights = final_weights(run) if live or "weights_sha256" not in result else None
+    ships = sib.name in SHIPS_WEIGHTS
+    weights = final_weights(run) if ships or "weights_sha256" not in result else None
     # The time-lapse maps of the first seed only (the tab shows one run's history; the budget, BUDGET_BYTES):
     # every seed keeps the series computed from its maps.
     ship_maps = sib.seed == 1
@@ -123,11 +121,13 @@ def run_record(run: Path, out: Path) -> dict:
     for decoding in DECODINGS:
         text = (run / "translations" / f"{SPLIT}.{decoding}.de").read_text(encoding="utf-8")
         write_lines(translation_file(out, sib.name, decoding), text.splitlines())
-    if live:
-        target = out / sib.name
-        target.mkdir(parents=True, exist_ok=True)
-        for name in (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE):
-            shutil.copyfile(weights / name, target / name)
+    shipped = {}
+    if ships:  # model.training.lab_weights: float16, or 8 bits with what checks them
+        shipped = ship_weights(weights, out / sib.name, eight_bit=sib.name in EIGHT_BIT)
+        if ship_maps:
+            shipped["last_frame_gap"] = round(last_frame_gap(out / sib.name, out / f"{sib.name}.timelapse.npz"), 4)
+        if sib.name in EIGHT_BIT and data is not None:
+            shipped["bleu"] = shipped_bleu(out / sib.name, data)
     return {
         "name": sib.name,
         "label": sib.label,
@@ -142,11 +142,12 @@ def run_record(run: Path, out: Path) -> dict:
         "curves": _columns(curves),
         "bleu": result["bleu"],
         "signature": result["signature"],
+        "search": result.get("search"),
         "timelapse": {**record, "maps": f"{sib.name}.timelapse.npz" if ship_maps else None},
         # runs logged before the epoch log named its device all trained on the CPU
         "trained_on": sorted({e.get("device", "cpu") for e in log}),
         "weights": {"sha256": result.get("weights_sha256") or sha256(weights / WEIGHTS_FILE),
-                    "folder": sib.name if live else None},
+                    "folder": sib.name if ships else None, **shipped},
     }
 
 
@@ -159,7 +160,9 @@ def card_section(records: list[dict]) -> str:
              "| weights |", "|---|---|---|---|---|---|---|"]
     for r in records:
         b = r["bleu"]
-        where = f"`assets/lab/{r['weights']['folder']}/`" if r["weights"]["folder"] else "not shipped"
+        w = r["weights"]
+        where = (f"`assets/lab/{w['folder']}/`" + (" in 8 bits" if w.get("format", "float16") != "float16" else "")
+                 if w["folder"] else "not shipped")
         device = ", ".join(DEVICE_NAMES.get(d, d.replace("cuda: ", "one GPU, ")) for d in r["trained_on"])
         lines.append(f"| {r['name']} | {r['label']} | {r['parameters']:,} | {device} | {b['val.greedy']:.2f} / "
                      f"{b['val.beam4']:.2f} | {b['test_2016_flickr.greedy']:.2f} / {b['test_2016_flickr.beam4']:.2f}"
@@ -167,18 +170,43 @@ def card_section(records: list[dict]) -> str:
     return "\n".join(lines + ["", CARD_END])
 
 
-def update_card(card: Path, section: str) -> None:
+def update_card(card: Path, section: str, start: str = CARD_START, end: str = CARD_END) -> None:
+    """``section`` (from ``start`` to ``end``, markers included) in place of the file's, or appended."""
     text = card.read_text(encoding="utf-8")
-    if CARD_START in text:
-        text = text[: text.index(CARD_START)] + section + text[text.index(CARD_END) + len(CARD_END):]
+    if start in text:
+        text = text[: text.index(start)] + section + text[text.index(end) + len(end):]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     atomic_write_text(card, text)
 
 
+def _seeds(n: int) -> str:
+    return {1: "one seed", 2: "both seeds"}.get(n, f"all {n} seeds")
+
+
+def readme_section(stats: dict, shipped: int, indent: str = "  ") -> str:
+    """The README's lab sentences (in its Lab item, ``indent``-ed): each claim's verdict (and why not yet), and the
+    collapse without 1/√d_k at d_k = 192, all from ``stats`` (``statistics``); ``shipped``: how many runs ship."""
+    claims = "; ".join(f"{c['title']}: {c['verdict']}" + (f" ({c['why']})" if c["verdict"] == "not decided yet" else "")
+                       for c in stats["claims"])
+    words = [f"Today, with {shipped} of {len(SIBLINGS)} runs shipped and {len(stats['runs'])} with translations: "
+             f"{claims}."]
+    collapse = [c for c in stats.get("collapse", {}).values() if c["setting"] == "h1-unscaled"]
+    if collapse:
+        steps = " / ".join(str(step) for step in sorted({c["step"] for c in collapse}))
+        scored = [c["distinct"]["beam4"] for c in collapse if c["distinct"]]
+        writes = (f" and it writes {'one sentence' if max(scored) == 1 else f'at most {max(scored):,} sentences'} for "
+                  f"all {stats['sentences']:,} test inputs" if scored else "")
+        words.append(f"What is already plain: without 1/√d_k at d_k = 192 the model stops reading the source — from "
+                     f"step {steps} its cross-attention is uniform in every layer ({_seeds(len(collapse))}){writes}.")
+    body = textwrap.fill(" ".join(words), width=118, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False)
+    return f"{README_START}\n{body}\n{indent}{README_END}"
+
+
 def shipped_record(out: Path, name: str) -> dict | None:
     """A run shipped earlier whose training folder is gone (a new machine): its record as shipped, with the series
-    of its time-lapse maps and the factor its config says brought up to date."""
+    of its time-lapse maps, the factor its config says and what checks its shipped weights brought up to date."""
     path = out / f"{name}.json"
     if not path.is_file():
         return None
@@ -188,10 +216,16 @@ def shipped_record(out: Path, name: str) -> dict | None:
     if maps and "series" not in record["timelapse"]:
         with np.load(out / maps) as z:
             record["timelapse"]["series"] = maps_series({key: z[key].astype(np.float32) / 255 for key in z.files})
+    folder = record["weights"].get("folder")
+    if folder and "file_sha256" not in record["weights"]:  # float16 weights shipped before their checks were kept
+        record["weights"].update(format="float16", file_sha256=sha256(out / folder / WEIGHTS_FILE))
+        if maps:
+            record["weights"]["last_frame_gap"] = round(last_frame_gap(out / folder, out / maps), 4)
     return record
 
 
-def export_all(runs: Path, out: Path, card: Path | None = None, data: Path | None = None) -> list[dict]:
+def export_all(runs: Path, out: Path, card: Path | None = None, data: Path | None = None,
+               readme: Path | None = None) -> list[dict]:
     """Every finished run (``result.json`` written) of ``SIBLINGS``, in their order, beside the runs shipped before
     whose folders are not here (kept as shipped); then the statistics (``model.training.lab_stats``) from every
     run's shipped translations, with the test set's references copied from ``data`` when it is given."""
@@ -203,7 +237,7 @@ def export_all(runs: Path, out: Path, card: Path | None = None, data: Path | Non
     for sib in SIBLINGS:
         run = runs / sib.name
         if (run / "result.json").is_file():
-            record = run_record(run, out)
+            record = run_record(run, out, data)
             print(f"{sib.name}: exported", flush=True)
         elif (record := shipped_record(out, sib.name)) is None:
             continue
@@ -229,4 +263,6 @@ def export_all(runs: Path, out: Path, card: Path | None = None, data: Path | Non
         raise ValueError(f"{out}: {size / 2**20:.1f} MB, over the lab's {BUDGET_BYTES // 2**20} MB")
     if card is not None:
         update_card(card, card_section(records))
+    if readme is not None:  # the README's lab sentences, between their markers
+        update_card(readme, readme_section(stats, len(records)), README_START, README_END)
     return records

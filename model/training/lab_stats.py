@@ -32,6 +32,9 @@ from model.training.lab_series import COLLAPSED, collapse_step
 
 SPLIT = "test_2016_flickr"
 DECODINGS = ("greedy", "beam4")
+# How the translations are searched (``model.network.decode``); a run scored by another search is scored again at
+# export (``model.training.lab_export.run_record``): before this rule beam 4 could return the empty translation.
+SEARCH = "greedy and beam 4 (alpha 0.6), EOS barred at the first step"
 VERDICT_DECODING = "beam4"  # the paper's decoding (§6.1): what the verdicts compare
 SEEDS_NEEDED = 3
 RESAMPLES = 1000

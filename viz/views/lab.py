@@ -1,8 +1,9 @@
 """The Lab tab's words and tables: the paper's Table 3 beside our siblings, and what the runs say.
 
 Everything here is computed from the shipped records (``model.serving.lab.Lab.runs_payload()``), never written
-by hand: a verdict sentence compares two siblings' test BLEU against the seed noise measured in the same lab,
-so it says "does not reproduce" when that is what the numbers say. Gradio-free.
+by hand: a verdict is the one the shipped statistics give (``model.training.lab_stats``: the difference in test
+BLEU with its 95 % interval over seeds and sentences), "inconclusive at this scale" when that is what the interval
+says. Gradio-free.
 """
 
 from __future__ import annotations
@@ -170,13 +171,15 @@ def early_gradients(payload: dict, records: dict, scaled: str, unscaled: str, ki
 
     d_k = 192 // a["config"]["n_heads"]
     sa, sb = early_softmax(a), early_softmax(b)
-    said = ("smaller, as footnote 4 predicts for a saturated softmax" if sa < sb else
-            "not smaller, against what footnote 4 predicts")
+    said = "smaller, as footnote 4 predicts for a saturated softmax" if sa < sb else "not smaller, against footnote 4"
+    ratio = early_wq(a) / early_wq(b)
+    rest = "" if ratio <= math.sqrt(d_k) else (
+        "; that it is more than √d_k larger comes from what else differs between the two runs (their keys, the loss's "
+        "gradient reaching the scores), which the footnote does not speak of")
     return (f"At d_k = {d_k} ({unscaled} against {scaled}, seed 1, {kind.replace('_', ' ')}, first {until} steps): "
-            f"the softmax's own gradient was {sa:.3f} unscaled against {sb:.3f} scaled — {said} — while ‖∇W^Q‖ was "
-            f"{early_wq(a) / early_wq(b):.2g} × larger: unscaled, nothing divides the gradient by √d_k "
-            f"(= {math.sqrt(d_k):.3g}) on its way back from the scores to W^Q, which outweighs the smaller softmax "
-            "gradient.")
+            f"the softmax's own gradient, footnote 4's quantity, was {sa:.3f} unscaled against {sb:.3f} scaled — "
+            f"{said}. ‖∇W^Q‖ is another quantity: it was {ratio:.2g} × larger unscaled, because there the scores, and "
+            f"so their derivative in W^Q, are not divided by √d_k (= {math.sqrt(d_k):.3g}){rest}.")
 
 
 # ------------------------------------------------------------------------------------------ the tab's views
@@ -184,8 +187,10 @@ FOOTNOTE4_RUNS = ("h8", "h8-unscaled", "h1", "h1-unscaled", "h1-additive")
 STATS = ("entropy", "sharpness", "confidence", "eos", "previous")
 NOT_YET = ("*The lab's runs are still training (`python -m model.lab train`); nothing is shipped in `assets/lab/` "
            "yet. This tab fills in as `python -m model.lab export` ships them.*")
-CURVES_NOTE = ("What it shows: each sibling's validation loss (the shipped sample, teacher-forced), the gradient "
-               "norm reaching W^Q and W^K, and the mean softmax entropy, recorded every 25 steps while it trained. "
+CURVES_NOTE = ("What it shows: each sibling's validation loss (the shipped sample, teacher-forced); the softmax's own "
+               "gradient ‖diag(p) − p pᵀ‖ (from the time-lapse maps), the quantity footnote 4 predicts to shrink when "
+               "the softmax saturates; ‖∇W^Q‖, how strongly training moves the queries, which footnote 4 does not "
+               "speak of; and the mean softmax entropy — recorded every 25 steps while it trained. "
                "What it does not: WMT-scale training, where the paper's effect was seen. ")
 TIMELAPSE_NOTE = ("What it shows: the chosen run's attention on this sentence, teacher-forced with its "
                   "reference translation, at log-spaced training steps from the untrained model (step 0) on. "
