@@ -118,6 +118,8 @@ def run_record(run: Path, out: Path, data: Path | None = None) -> dict:
     ship_maps = sib.seed == 1
     if ship_maps:
         (out / f"{sib.name}.timelapse.npz").write_bytes(npz)
+    else:  # maps shipped for this seed before (a run retrained since) would only weigh on the budget
+        (out / f"{sib.name}.timelapse.npz").unlink(missing_ok=True)
     for decoding in DECODINGS:
         text = (run / "translations" / f"{SPLIT}.{decoding}.de").read_text(encoding="utf-8")
         write_lines(translation_file(out, sib.name, decoding), text.splitlines())
