@@ -118,6 +118,25 @@ def test_an_idle_queue_waits_for_its_next_event_and_answers_it(served, monkeypat
     assert visualise(served, 901)  # the next event is taken and answered
 
 
+def test_an_event_searches_for_no_matplotlib(served, monkeypatch):
+    """Gradio runs each event inside a manager that imports matplotlib going in and out: without it installed, two
+    failed imports searching all of sys.path per event, in the server's loop (``viz.ui.patches.no_matplotlib_lookups``).
+    Answered with no import of it tried."""
+    import builtins
+
+    tried = []
+    real = builtins.__import__
+
+    def spying(name, *args, **kwargs):
+        if name.split(".")[0] == "matplotlib":
+            tried.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", spying)
+    assert visualise(served, 902)
+    assert tried == []
+
+
 def test_a_session_whose_result_was_evicted_gets_its_views_again(served):
     outputs = visualise(served, 500, session_hash="evicted-one")
     key = AttentionKey.of(distinct_text(500), distinct_text(1500))
