@@ -189,7 +189,7 @@ def test_the_export_holds_each_runs_curves_bleu_and_time_lapse(tiny_lab):
     readme = (out.parent / "README.md").read_text()  # its lab sentences between their markers, the rest kept
     stats = json.loads((out / "statistics.json").read_text())
     assert readme == f"- **Lab.** kept\n  {readme_section(stats, 3)}\n- next\n"
-    assert "Today, with 3 of 24 runs shipped and 3 with translations: Footnote 4 at d_k = 192: not decided yet (" \
+    assert "Today, with 3 of 24 runs shipped and 3 with translations: Footnote 4 at d_k = 192: not decided yet — " \
         in " ".join(readme.split())
     assert all(f"| {r['name']} |" in text and r["weights"]["sha256"][:16] in text for r in records)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 import numpy as np
 import pytest
@@ -174,5 +173,29 @@ def test_the_readmes_lab_results_are_what_the_shipped_statistics_say(lab):
     assert readme_section(lab.statistics, len(lab.records)) in text  # as `python -m model.lab export` writes it
     readme = " ".join(text.split())
     for c in lab.statistics["claims"]:
-        title = re.sub(r" \([^()]*\)$", "", c["title"])  # without its last aside ("(h = 16, picked as …)")
-        assert f"{title}: {c['verdict']}" in readme, c["title"]
+        why = f" — {c['why']}" if c["verdict"] == "not decided yet" else ""
+        assert f"{c['title']}: {c['verdict']}{why}." in readme, c["title"]
+
+
+def test_what_the_tab_says_of_step_0_and_of_each_runs_factor_is_in_the_files(lab):
+    """At step 0 a scaled model's attention is spread but not uniform, an unscaled one's already sharp (the Lab's
+    reading guide says so), by the shipped time-lapse series; an additive run's config says its factor is not
+    1/√d_k (it never multiplies by it), in its record and in its shipped model folder alike."""
+    from viz.views.reading import HOW_TO_READ
+
+    said = " ".join(HOW_TO_READ["lab"].split())
+    assert "at step 0 a scaled model's attention is spread but not uniform, an unscaled one's already sharp" in said
+    first = {name: r for name, r in lab.records.items() if r["seed"] == 1 and "series" in r["timelapse"]}
+    at0 = {name: np.array([v[0] for v in r["timelapse"]["series"]["entropy_ratio"].values()])  # (kinds, L) at step 0
+           for name, r in first.items()}
+    scaled = [n for n, r in first.items() if r["config"]["scaled"] or r["config"]["attention"] == "additive"]
+    unscaled = [n for n in first if n not in scaled]
+    assert scaled and unscaled
+    for name in scaled:  # spread (over half of log n) but not uniform (below the collapse's 0.98) in every layer
+        assert 0.5 < at0[name].min() and at0[name].max() < 0.98, name
+    assert max(at0[n].max() for n in unscaled) < min(at0[n].min() for n in scaled)
+    for name, record in lab.records.items():
+        if record["config"]["attention"] == "additive":
+            assert record["config"]["scaled"] is False, name
+            if record["weights"]["folder"]:
+                assert json.loads((LAB / record["weights"]["folder"] / "config.json").read_text())["scaled"] is False

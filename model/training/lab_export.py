@@ -189,10 +189,9 @@ def _seeds(n: int) -> str:
 def readme_section(stats: dict, shipped: int, indent: str = "  ") -> str:
     """The README's lab sentences (in its Lab item, ``indent``-ed): each claim's verdict (and why not yet), and the
     collapse without 1/√d_k at d_k = 192, all from ``stats`` (``statistics``); ``shipped``: how many runs ship."""
-    claims = "; ".join(f"{c['title']}: {c['verdict']}" + (f" ({c['why']})" if c["verdict"] == "not decided yet" else "")
-                       for c in stats["claims"])
-    words = [f"Today, with {shipped} of {len(SIBLINGS)} runs shipped and {len(stats['runs'])} with translations: "
-             f"{claims}."]
+    words = [f"Today, with {shipped} of {len(SIBLINGS)} runs shipped and {len(stats['runs'])} with translations:"]
+    words += [f"{c['title']}: {c['verdict']}" + (f" — {c['why']}." if c["verdict"] == "not decided yet" else ".")
+              for c in stats["claims"]]
     collapse = [c for c in stats.get("collapse", {}).values() if c["setting"] == "h1-unscaled"]
     if collapse:
         steps = " / ".join(str(step) for step in sorted({c["step"] for c in collapse}))
