@@ -51,7 +51,7 @@ def test_lab_attention_is_the_siblings_own_run_with_attentions_keys(client, tiny
 
 
 @pytest.mark.parametrize(("endpoint", "data", "words"), [
-    ("lab_attention", ["the dog runs .", "h8"], "unknown run 'h8'; choose one of: shipped, h1, h1-unscaled"),
+    ("lab_attention", ["the dog runs .", "h2"], "unknown run 'h2'; choose one of: shipped, h8, h1, h1-unscaled"),
     ("lab_attention", ["   ", "h1"], "empty"),
     ("timelapse", ["9", "cross"], "unknown example '9'; choose one of: 0: Two dogs are running"),
     ("timelapse", ["0", "cross-attention"], "unknown kind 'cross-attention'; choose one of: encoder_self"),

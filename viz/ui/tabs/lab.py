@@ -53,7 +53,9 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
         sides = [("the shipped model (h = 8)", SHIPPED), *live]
         with gr.Row():
             text = sentence_box("English sentence", scale=4)
-            left = gr.Dropdown(sides, value=live[0][1] if live else SHIPPED, label="Left", scale=2)
+            # left: the first live sibling other than the reference (h = 8 as the shipped model, once its weights ship)
+            first = next((name for _, name in live if name != shelf.index["reference"]), SHIPPED)
+            left = gr.Dropdown(sides, value=first, label="Left", scale=2)
             right = gr.Dropdown(sides, value=SHIPPED, label="Right", scale=2)
             pair_kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Kind", scale=2)
             run_btn = gr.Button("Run both", variant="primary", scale=1)
