@@ -25,6 +25,8 @@ AXE_VERSION = re.search(r"axe v([\d.]+)", AXE_JS.read_text()[:200]).group(1)
 # WCAG 2.0 and 2.1, levels A and AA: the rules axe runs (its best practices and AAA rules are left out)
 WCAG_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
 WIDE, PHONE, NARROW = (1280, 720), (390, 844), (320, 640)
+# What is drawn behind the figures (their blocks' background; the figures' own is transparent), per theme
+BACKGROUNDS = {"light": "#ffffff", "dark": "#27272a"}
 # Figures, their texts, the Markdown and the tab names keeping still
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
 
