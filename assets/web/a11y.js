@@ -263,6 +263,44 @@
       inputs.forEach((input) => { if (input.name !== group.attnRadio) input.name = group.attnRadio; });
     });
   };
+  // A slider is one Tab stop, its track (arrow keys, Home, End, Page Up/Down): its number box and reset button are
+  // the pointer's. A group of check boxes is one stop too, the arrow keys move between them and Space ticks one.
+  // Buttons that repeat what a stop before them does with its keys (page.keyOnly: Decoding's ◀ ▶ beside the step's
+  // slider) take no stop.
+  const sliders = () => {
+    document.querySelectorAll('.block:has(input[type=range])').forEach((block) => {
+      block.querySelectorAll('input[type=number], button.reset-button').forEach((e) => {
+        if (e.tabIndex !== -1) e.tabIndex = -1;
+      });
+    });
+    for (const id of page.keyOnly) {
+      const button = document.getElementById(id);
+      if (button && button.tabIndex !== -1) button.tabIndex = -1;
+    }
+  };
+  const boxGroups = () => {
+    document.querySelectorAll('.block:has(input[type=checkbox] ~ *)').forEach((group) => {
+      const boxes = [...group.querySelectorAll('input[type=checkbox]')];
+      if (boxes.length < 2 || group.attnBoxes === boxes.length) return;
+      group.attnBoxes = boxes.length;
+      boxes.forEach((box, i) => { box.tabIndex = i === 0 ? 0 : -1; });
+    });
+  };
+  document.addEventListener('keydown', (ev) => {
+    const box = ev.target;
+    if (!(box instanceof HTMLInputElement) || box.type !== 'checkbox' || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const group = box.closest('.block');
+    const boxes = group ? [...group.querySelectorAll('input[type=checkbox]')] : [];
+    const i = boxes.indexOf(box);
+    const to = {ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0, End: boxes.length - 1}[
+      ev.key];
+    if (boxes.length < 2 || to === undefined) return;
+    ev.preventDefault();
+    const next = boxes[(to + boxes.length) % boxes.length];
+    box.tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
   const skipTarget = (ids) => {
     for (const id of ids) {
       const block = document.getElementById(id);
@@ -326,6 +364,8 @@
   onChange(() => {  // at most once a frame, however many changes the page makes
     if (queued) return;
     queued = true;
-    window.requestAnimationFrame(() => { queued = false; radios(); skips(); tablists(); drawings(); });
+    window.requestAnimationFrame(() => {
+      queued = false; radios(); sliders(); boxGroups(); skips(); tablists(); drawings();
+    });
   });
 }
