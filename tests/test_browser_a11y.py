@@ -16,7 +16,7 @@ from helpers.scripts import TITLE, VALUE
 from playwright.sync_api import Page, expect
 
 from viz import describe
-from viz.vocab import KIND_LABELS
+from viz.vocab import GERMAN_SIDES, KIND_LABELS
 
 WIDTH, HEIGHT = 1280, 720
 SENTENCE = "A man rides a horse on the beach."
@@ -34,6 +34,9 @@ SENT = """(id) => {
 STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
                   layer: Number(document.querySelector('#layer input[type=number]').value),
                   head: Number(document.querySelector('#head input:checked').value)})"""
+# The languages a figure's tick labels are marked in: {y: [...], x: [...]} (null: none)
+TICK_LANGS = """(id) => { const ticks = (axis) => [...new Set([...document.querySelectorAll(`#${id} .${axis}tick text`)]
+    .map((t) => t.getAttribute('lang')))]; return {y: ticks('y'), x: ticks('x')}; }"""
 # Counts the pointer events a visitor (the test) sends from now on: a page script's own (a slider's release) is not one
 COUNT_POINTER = """() => { window.attnPointer = 0; if (window.attnCounting) return;
     window.attnCounting = true;
@@ -78,18 +81,22 @@ def assert_speaks(page: Page, plot_id: str, name: str, summary: str) -> None:
     expect(speaker(page, plot_id)).to_have_accessible_description(summary)
 
 
-def assert_table_is_the_figures(page: Page, plot_id: str, table: dict) -> None:
-    """"As a table" opens a table of exactly the figure's values (headers th scope=col / row) and its CSV."""
+def assert_table_is_the_figures(page: Page, plot_id: str, table: dict, lang: dict | None = None) -> None:
+    """"As a table" opens a table of exactly the figure's values (headers th scope=col / row) and its CSV; ``lang``:
+    the language its row and column headers are marked in ({"rows": "de", "columns": None}; None: none marked)."""
     toggle = page.locator(f"#{plot_id} .attn-table-toggle")
     if toggle.get_attribute("aria-expanded") != "true":
         toggle.press("Enter")  # (a keyboard press: no pointer)
     region = page.locator(f"#{plot_id} .attn-table-region")
     expect(region).to_be_visible()
-    got = region.evaluate("""(r) => ({
+    got = region.evaluate("""(r) => { const langs = (ths) => [...new Set([...ths].map(th => th.getAttribute('lang')))];
+    return {
         cols: [...r.querySelectorAll('thead th[scope=col]')].map(th => th.textContent),
         rows: [...r.querySelectorAll('tbody th[scope=row]')].map(th => th.textContent),
         cells: [...r.querySelectorAll('tbody tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent)),
-        csvUrl: r.querySelector('a.attn-csv').href})""")
+        csvUrl: r.querySelector('a.attn-csv').href,
+        lang: {rows: langs(r.querySelectorAll('tbody th')), columns: langs(r.querySelectorAll('thead th + th'))}}; }""")
+    assert got["lang"] == {side: [(lang or {}).get(side)] for side in ("rows", "columns")}, got["lang"]
     assert got["cols"] == [table["corner"], *table["columns"]] and got["rows"] == table["rows"]
     if isinstance(table["values"], list):
         text = [["" if v is None else (str(v) if isinstance(v, str) else f"{v:g}") for v in row]
@@ -126,7 +133,13 @@ def test_the_attention_figures_say_what_the_apis_numbers_say(kept: KeptPages, se
     close = describe.attention_map(f"{KIND_LABELS[kind]}, layer {layer}, {which}", one, maps[q], maps[k],
                                    masked=masked)
     assert_speaks(page, "detail", close.name, close.summary)
-    assert_table_is_the_figures(page, "detail", wait_described(page, "detail")["table"])
+    # German marked German: the translation, the close-up's German tokens in its table and its tick labels
+    rows_de, columns_de = GERMAN_SIDES[kind]
+    lang = {"rows": "de" if rows_de else None, "columns": "de" if columns_de else None}
+    assert_table_is_the_figures(page, "detail", wait_described(page, "detail")["table"], lang)
+    assert page.evaluate(TICK_LANGS, "detail") == {"y": [lang["rows"]], "x": [lang["columns"]]}
+    assert page.evaluate("() => ['target', 'translation'].map((id) => document.querySelector(`#${id} textarea`)"
+                         ".lang)") == ["de", "de"]
     assert_table_is_the_figures(page, "overview", wait_described(page, "overview")["table"])
 
 

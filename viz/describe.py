@@ -56,12 +56,22 @@ class Description:
     summary: str
     table: Table
     grid: dict | None = field(default=None)
+    # the language of the table's row and column headers where it is not the page's English (German tokens), also
+    # that of the figure's y (rows) and x (columns) tick labels: {"rows": "de", "columns": None}
+    lang: dict | None = field(default=None)
 
     def meta(self) -> dict:
         out = asdict(self)
-        if self.grid is None:
-            del out["grid"]
+        for key in ("grid", "lang"):
+            if out[key] is None:
+                del out[key]
         return out
+
+    def in_german(self, rows: bool, columns: bool) -> Description:
+        """This description with its rows (queries) and columns (keys) marked German where they are."""
+        if rows or columns:
+            self.lang = {"rows": "de" if rows else None, "columns": "de" if columns else None}
+        return self
 
 
 def attach(figure: dict, description: Description | None) -> dict:

@@ -76,15 +76,18 @@
     const lines = [[table.corner, ...table.columns], ...table.rows.map((r, i) => [r, ...(values[i] || [])])];
     return lines.map((line) => line.map(cell).join(',')).join('\r\n') + '\r\n';
   };
-  const buildTable = (table, values) => {
+  // lang: the language of the row and column headers where it is not the page's (German tokens: d.lang)
+  const buildTable = (table, values, lang = {}) => {
     const t = el('table', {className: 'attn-data'});
     t.appendChild(el('caption', {}, table.caption));
     const head = t.createTHead().insertRow();
-    for (const text of [table.corner, ...table.columns]) head.appendChild(el('th', {scope: 'col'}, text));
+    const th = (text, scope, language) => Object.assign(el('th', {scope}, text), language ? {lang: language} : {});
+    head.appendChild(th(table.corner, 'col'));
+    for (const text of table.columns) head.appendChild(th(text, 'col', lang.columns));
     const body = t.createTBody();
     table.rows.forEach((name, i) => {
       const row = body.insertRow();
-      row.appendChild(el('th', {scope: 'row'}, name));
+      row.appendChild(th(name, 'row', lang.rows));
       for (const v of values[i] || []) row.appendChild(el('td', {}, shown(v)));
     });
     return t;
@@ -121,7 +124,7 @@
     const file = (((parts.gd._context || {}).toImageButtonOptions) || {}).filename || 'figure';
     const link = el('a', {href: parts.url, download: `${file}.csv`, className: 'attn-csv'}, 'Download CSV');
     parts.region.setAttribute('aria-label', d.table.caption);
-    parts.region.replaceChildren(link, buildTable(d.table, values));
+    parts.region.replaceChildren(link, buildTable(d.table, values, d.lang || {}));
   };
   const describedBy = (gd) => (gd.layout && gd.layout.meta && gd.layout.meta.describe) || null;
 
@@ -199,6 +202,12 @@
   };
 
   // ------------------------------------------------------------------------------------------- a figure drawn
+  const markTicks = (gd) => {  // German tick labels (d.lang): the y axis's are the rows, the x axis's the columns
+    const lang = (describedBy(gd) || {}).lang || {};
+    for (const [axis, side] of [['.ytick text', lang.rows], ['.xtick text', lang.columns]]) {
+      gd.querySelectorAll(axis).forEach((t) => (side ? t.setAttribute('lang', side) : t.removeAttribute('lang')));
+    }
+  };
   const hideToolbar = (gd) => gd.querySelectorAll('.modebar-btn').forEach((b) => { b.tabIndex = -1; });
   const speak = (gd) => {
     const block = gd.closest('.block');
@@ -221,9 +230,10 @@
       named.setAttribute('aria-describedby', parts.summary.id);
     }
     hideToolbar(gd);
+    markTicks(gd);
     if (!gd.attnSpeaks) {
       gd.attnSpeaks = true;
-      for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, () => hideToolbar(gd));
+      for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, () => { hideToolbar(gd); markTicks(gd); });
     }
     fillTable(parts);
     if (d.grid) place(block);
