@@ -37,6 +37,10 @@ STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
 # The languages a figure's tick labels are marked in: {y: [...], x: [...]} (null: none)
 TICK_LANGS = """(id) => { const ticks = (axis) => [...new Set([...document.querySelectorAll(`#${id} .${axis}tick text`)]
     .map((t) => t.getAttribute('lang')))]; return {y: ticks('y'), x: ticks('x')}; }"""
+# What moves: the page's running animations and transitions longer than a hundredth of a millisecond
+MOVING = """() => document.getAnimations().filter((a) => a.playState === 'running'
+    && a.effect.getComputedTiming().duration > 0.01)
+    .map((a) => `${a.animationName || a.transitionProperty} on ${a.effect.target?.tagName}`)"""
 # Counts the pointer events a visitor (the test) sends from now on: a page script's own (a slider's release) is not one
 COUNT_POINTER = """() => { window.attnPointer = 0; if (window.attnCounting) return;
     window.attnCounting = true;
@@ -293,6 +297,7 @@ def test_each_tab_s_core_task_with_the_keyboard_alone(kept: KeptPages, server: s
     page = opened(kept, server)
     wait_idle(page)
     page.evaluate(COUNT_POINTER)
+    page.emulate_media(reduced_motion="reduce")  # and all of it with the system's "reduce motion" on
     done = {}
     slider = "(id) => document.activeElement.matches(`#${id} input[type=range]`)"
     number = "(id) => Number(document.querySelector(`#${id} input[type=number]`).value)"
@@ -344,6 +349,8 @@ def test_each_tab_s_core_task_with_the_keyboard_alone(kept: KeptPages, server: s
     done["Head analysis: a cell of the grid opens its head"] = "passes"
 
     open_by_keys(page, "Architecture")
+    assert page.evaluate("() => getComputedStyle(document.querySelector('#figure1 .tf-block > rect'))"
+                         ".transitionDuration") in ("1e-05s", "0s")  # its fades: none (app.css)
     tab_until(page, "() => document.activeElement.matches('#figure1 [data-attention]')")
     kind = page.evaluate("() => document.activeElement.dataset.attention")
     page.keyboard.press("Enter")
@@ -359,6 +366,7 @@ def test_each_tab_s_core_task_with_the_keyboard_alone(kept: KeptPages, server: s
     page.keyboard.press("Space")  # another run ticked (or unticked)
     changed(page, "lab-curves", before)
     step = page.evaluate(number, "lab-step")
+    assert page.evaluate("() => document.querySelector('#lab-play').getAttribute('aria-pressed')") != "true"
     tab_until(page, "() => document.activeElement.closest('#lab-play') !== null")
     page.keyboard.press("Enter")  # ▶ Play
     page.wait_for_function(f"(old) => ({number})('lab-step') !== old", arg=step)
@@ -371,6 +379,8 @@ def test_each_tab_s_core_task_with_the_keyboard_alone(kept: KeptPages, server: s
     done["Model card: its tables reached"] = "passes"
     print(json.dumps(done, ensure_ascii=False))
     assert page.evaluate("() => window.attnPointer") == 0
+    assert page.evaluate(MOVING) == []  # nothing moves by itself
+    page.emulate_media(reduced_motion="no-preference")
     select_tab(page, "Attention")
     wait_idle(page)
 
