@@ -1,8 +1,8 @@
 /* Every figure speaks. Reads page.gridClicks (a figure walked cell by cell -> the hidden textbox a click on a cell
    writes to), page.mainFigures (per tab, its main figure's Plot id, the first shown of a list).
 
-   A figure carries its description (viz/describe, in layout.meta.describe: name, summary, table, grid, lang), drawn with
-   it, so each new figure brings its own. Once drawn ('attn-drawn', draw.js and inside.js):
+   A figure carries its description (viz/describe, in layout.meta.describe: name, summary, table, grid, lang), drawn
+   with it, so each new figure brings its own. Once drawn ('attn-drawn', draw.js and inside.js):
    - its picture (the first svg.main-svg: role img) is named by the name and described by the summary, a paragraph
      beside it; plotly's other layers are hidden from the accessibility tree, and its toolbar's buttons take no Tab
      stop (the mouse keeps them; the keyboard has "As a table", the CSV and the page's own exports);
