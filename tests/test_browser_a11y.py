@@ -10,6 +10,7 @@ import io
 import json
 
 import numpy as np
+from helpers.a11y import ACTIVE, COUNT_POINTER, MOVING, accessibility_tree, open_by_keys, tab_until
 from helpers.browser import KeptPages, select_tab, wait_idle, wait_tab
 from helpers.raw_api import RawClient
 from helpers.scripts import TITLE, VALUE
@@ -37,17 +38,6 @@ STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
 # The languages a figure's tick labels are marked in: {y: [...], x: [...]} (null: none)
 TICK_LANGS = """(id) => { const ticks = (axis) => [...new Set([...document.querySelectorAll(`#${id} .${axis}tick text`)]
     .map((t) => t.getAttribute('lang')))]; return {y: ticks('y'), x: ticks('x')}; }"""
-# What moves: the page's running animations and transitions longer than a hundredth of a millisecond
-MOVING = """() => document.getAnimations().filter((a) => a.playState === 'running'
-    && a.effect.getComputedTiming().duration > 0.01)
-    .map((a) => `${a.animationName || a.transitionProperty} on ${a.effect.target?.tagName}`)"""
-# Counts the pointer events a visitor (the test) sends from now on: a page script's own (a slider's release) is not one
-COUNT_POINTER = """() => { window.attnPointer = 0; if (window.attnCounting) return;
-    window.attnCounting = true;
-    for (const type of ['mousedown', 'mouseup', 'pointerdown', 'pointerup', 'mousemove'])
-        document.addEventListener(type, (ev) => { if (ev.isTrusted) window.attnPointer += 1; }, true); }"""
-ACTIVE = """() => { const e = document.activeElement, block = e && e.closest('[id]');
-    return {id: block ? block.id : '', tag: e.tagName, cls: String(e.className.baseVal ?? e.className)}; }"""
 # (tab name, its main figure's Plot id) for every tab with a figure
 TABS = [("Attention", "overview"), ("Decoding, step by step", "decode-top5"), ("Why 1/√d_k", "variance"),
         ("Inside a head", "in-scores"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
@@ -254,27 +244,6 @@ def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_f
     select_tab(page, "Attention")
 
 
-def tab_until(page: Page, reached: str, most: int = 40) -> int:
-    """Tab presses until the page function ``reached`` holds for the focused element (at most ``most``)."""
-    for presses in range(1, most + 1):
-        page.keyboard.press("Tab")
-        if page.evaluate(reached):
-            return presses
-    raise AssertionError(f"not reached in {most} Tab presses: {reached}; at {page.evaluate(ACTIVE)}")
-
-
-def open_by_keys(page: Page, name: str) -> None:
-    """Open the tab ``name`` from the keyboard: the tab shown focused (the tabs are one Tab stop: a Shift+Tab from
-    the tab's first control gets there), the arrow keys to ``name``, Enter."""
-    page.locator("[role=tab][aria-selected=true]").focus()
-    for _ in range(10):
-        if page.evaluate("() => document.activeElement.textContent.trim()") == name:
-            break
-        page.keyboard.press("ArrowRight")
-    page.keyboard.press("Enter")
-    wait_tab(page, name)
-
-
 # What a figure says now, in one string: its name, summary and table's columns (a Lab run more or less: a column)
 SAYS = f"(id) => {{ const d = ({SENT})(id); return d ? JSON.stringify([d.name, d.summary, d.table.columns]) : ''; }}"
 
@@ -383,27 +352,3 @@ def test_each_tab_s_core_task_with_the_keyboard_alone(kept: KeptPages, server: s
     page.emulate_media(reduced_motion="no-preference")
     select_tab(page, "Attention")
     wait_idle(page)
-
-
-def accessibility_tree(page: Page, elem_id: str) -> list:
-    """The named nodes of Chromium's accessibility tree under the element ``elem_id``: role, name, description."""
-    session = page.context.new_cdp_session(page)
-    try:
-        root = session.send("DOM.describeNode", {"objectId": session.send("Runtime.evaluate", {
-            "expression": f"document.getElementById('{elem_id}')"})["result"]["objectId"]})["node"]["backendNodeId"]
-        nodes = session.send("Accessibility.getPartialAXTree", {"backendNodeId": root, "fetchRelatives": False})
-        tree = session.send("Accessibility.getFullAXTree")["nodes"]
-    finally:
-        session.detach()
-    start = nodes["nodes"][0]["nodeId"]
-    by_id = {n["nodeId"]: n for n in tree}
-    out, todo = [], [start]
-    while todo:
-        node = by_id.get(todo.pop(0))
-        if node is None:
-            continue
-        todo += node.get("childIds", [])
-        role, name = node.get("role", {}).get("value"), node.get("name", {}).get("value", "")
-        if not node.get("ignored") and name and role not in ("StaticText", "InlineTextBox"):
-            out.append([role, name, node.get("description", {}).get("value", "")])
-    return out

@@ -233,7 +233,8 @@
     markTicks(gd);
     if (!gd.attnSpeaks) {
       gd.attnSpeaks = true;
-      for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, () => { hideToolbar(gd); markTicks(gd); });
+      const again = () => { hideToolbar(gd); markTicks(gd); };
+      for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, again);
     }
     fillTable(parts);
     if (d.grid) place(block);
