@@ -10,13 +10,14 @@ import io
 import json
 
 import numpy as np
+from helpers.a11y import ACTIVE, COUNT_POINTER, MOVING, accessibility_tree, open_by_keys, tab_until
 from helpers.browser import KeptPages, select_tab, wait_idle, wait_tab
 from helpers.raw_api import RawClient
 from helpers.scripts import TITLE, VALUE
 from playwright.sync_api import Page, expect
 
 from viz import describe
-from viz.vocab import KIND_LABELS
+from viz.vocab import GERMAN_SIDES, KIND_LABELS
 
 WIDTH, HEIGHT = 1280, 720
 SENTENCE = "A man rides a horse on the beach."
@@ -34,12 +35,23 @@ SENT = """(id) => {
 STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
                   layer: Number(document.querySelector('#layer input[type=number]').value),
                   head: Number(document.querySelector('#head input:checked').value)})"""
-ACTIVE = """() => { const e = document.activeElement, block = e && e.closest('[id]');
-    return {id: block ? block.id : '', tag: e.tagName, cls: String(e.className.baseVal ?? e.className)}; }"""
+# The languages a figure's tick labels are marked in: {y: [...], x: [...]} (null: none)
+TICK_LANGS = """(id) => { const ticks = (axis) => [...new Set([...document.querySelectorAll(`#${id} .${axis}tick text`)]
+    .map((t) => t.getAttribute('lang')))]; return {y: ticks('y'), x: ticks('x')}; }"""
 # (tab name, its main figure's Plot id) for every tab with a figure
 TABS = [("Attention", "overview"), ("Decoding, step by step", "decode-top5"), ("Why 1/√d_k", "variance"),
         ("Inside a head", "in-scores"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
         ("Lab", "lab-curves")]
+
+
+# The most Tab presses from each tab's first control (its skip link, whose Enter is the one-press way) to its main
+# figure, with Tab alone. The goal is 5; four tabs are over it by the controls drawn before their figure, each a single
+# stop (a slider, a radio group, a group of check boxes): the Attention tab's sentence, translation, run, examples,
+# link, presentation mode, kind, layer, head, colours and focus; Why's three sliders, seed and two factor buttons;
+# Inside a head's kind, layer, head, factor, its two buttons, query and view, and panel (a)'s table button; the Lab's
+# summary table, Table 3 (A)'s figure, kind, layer and runs
+MOST_TABS = {"Attention": 13, "Decoding, step by step": 5, "Why 1/√d_k": 8, "Inside a head": 11, "Head analysis": 5,
+             "Architecture": 5, "Lab": 7, "Model card": 5}
 
 
 def opened(kept: KeptPages, server: str) -> Page:
@@ -63,18 +75,22 @@ def assert_speaks(page: Page, plot_id: str, name: str, summary: str) -> None:
     expect(speaker(page, plot_id)).to_have_accessible_description(summary)
 
 
-def assert_table_is_the_figures(page: Page, plot_id: str, table: dict) -> None:
-    """"As a table" opens a table of exactly the figure's values (headers th scope=col / row) and its CSV."""
+def assert_table_is_the_figures(page: Page, plot_id: str, table: dict, lang: dict | None = None) -> None:
+    """"As a table" opens a table of exactly the figure's values (headers th scope=col / row) and its CSV; ``lang``:
+    the language its row and column headers are marked in ({"rows": "de", "columns": None}; None: none marked)."""
     toggle = page.locator(f"#{plot_id} .attn-table-toggle")
     if toggle.get_attribute("aria-expanded") != "true":
         toggle.press("Enter")  # (a keyboard press: no pointer)
     region = page.locator(f"#{plot_id} .attn-table-region")
     expect(region).to_be_visible()
-    got = region.evaluate("""(r) => ({
+    got = region.evaluate("""(r) => { const langs = (ths) => [...new Set([...ths].map(th => th.getAttribute('lang')))];
+    return {
         cols: [...r.querySelectorAll('thead th[scope=col]')].map(th => th.textContent),
         rows: [...r.querySelectorAll('tbody th[scope=row]')].map(th => th.textContent),
         cells: [...r.querySelectorAll('tbody tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent)),
-        csvUrl: r.querySelector('a.attn-csv').href})""")
+        csvUrl: r.querySelector('a.attn-csv').href,
+        lang: {rows: langs(r.querySelectorAll('tbody th')), columns: langs(r.querySelectorAll('thead th + th'))}}; }""")
+    assert got["lang"] == {side: [(lang or {}).get(side)] for side in ("rows", "columns")}, got["lang"]
     assert got["cols"] == [table["corner"], *table["columns"]] and got["rows"] == table["rows"]
     if isinstance(table["values"], list):
         text = [["" if v is None else (str(v) if isinstance(v, str) else f"{v:g}") for v in row]
@@ -111,16 +127,20 @@ def test_the_attention_figures_say_what_the_apis_numbers_say(kept: KeptPages, se
     close = describe.attention_map(f"{KIND_LABELS[kind]}, layer {layer}, {which}", one, maps[q], maps[k],
                                    masked=masked)
     assert_speaks(page, "detail", close.name, close.summary)
-    assert_table_is_the_figures(page, "detail", wait_described(page, "detail")["table"])
+    # German marked German: the translation, the close-up's German tokens in its table and its tick labels
+    rows_de, columns_de = GERMAN_SIDES[kind]
+    lang = {"rows": "de" if rows_de else None, "columns": "de" if columns_de else None}
+    assert_table_is_the_figures(page, "detail", wait_described(page, "detail")["table"], lang)
+    assert page.evaluate(TICK_LANGS, "detail") == {"y": [lang["rows"]], "x": [lang["columns"]]}
+    assert page.evaluate("() => ['target', 'translation'].map((id) => document.querySelector(`#${id} textarea`)"
+                         ".lang)") == ["de", "de"]
     assert_table_is_the_figures(page, "overview", wait_described(page, "overview")["table"])
 
 
 def test_the_keyboard_alone_types_runs_picks_heads_and_opens_inside_a_head(kept: KeptPages, server: str):
     page = opened(kept, server)
     wait_idle(page)
-    page.evaluate("""() => { window.attnPointer = 0;
-        for (const type of ['mousedown', 'mouseup', 'pointerdown', 'pointerup', 'mousemove'])
-            document.addEventListener(type, () => { window.attnPointer += 1; }, true); }""")
+    page.evaluate(COUNT_POINTER)
     page.evaluate(RECORD)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     for _ in range(30):  # from the page's start: Tab to the Attention tab's skip link
@@ -209,12 +229,6 @@ def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_f
             assert presses <= 5, tab
         page.keyboard.press("Enter")
         assert page.evaluate(f"() => !!document.activeElement.closest('#{main}')"), tab
-        if tab == "Head analysis":  # its grid: a cell opens its head on the Attention tab, as a click does
-            page.keyboard.press("ArrowRight")
-            page.keyboard.press("Enter")
-            wait_tab(page, "Attention")
-            page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 1 · head 2')")
-            select_tab(page, tab)
         page.get_by_role("tab", name=tab).focus()  # Tab only: to the figure's first stop (its grid, "As a table")
         page.keyboard.press("Tab")
         alone = 0
@@ -222,30 +236,119 @@ def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_f
             page.keyboard.press("Tab")
             alone += 1
         counts[tab] = {"with the skip link": presses, "Tab only": alone}
+    select_tab(page, "Model card")  # no figure: its tables, in a box that scrolls (a Tab stop of its own)
+    page.get_by_role("tab", name="Model card").focus()
+    counts["Model card"] = {"Tab only": tab_until(page, "() => !!document.activeElement.querySelector('table')")}
     print(json.dumps(counts, ensure_ascii=False))
-    assert all(c["Tab only"] < 80 for c in counts.values()), counts
+    assert {tab: c["Tab only"] for tab, c in counts.items() if c["Tab only"] > MOST_TABS[tab]} == {}, counts
     select_tab(page, "Attention")
 
 
-def accessibility_tree(page: Page, elem_id: str) -> list:
-    """The named nodes of Chromium's accessibility tree under the element ``elem_id``: role, name, description."""
-    session = page.context.new_cdp_session(page)
-    try:
-        root = session.send("DOM.describeNode", {"objectId": session.send("Runtime.evaluate", {
-            "expression": f"document.getElementById('{elem_id}')"})["result"]["objectId"]})["node"]["backendNodeId"]
-        nodes = session.send("Accessibility.getPartialAXTree", {"backendNodeId": root, "fetchRelatives": False})
-        tree = session.send("Accessibility.getFullAXTree")["nodes"]
-    finally:
-        session.detach()
-    start = nodes["nodes"][0]["nodeId"]
-    by_id = {n["nodeId"]: n for n in tree}
-    out, todo = [], [start]
-    while todo:
-        node = by_id.get(todo.pop(0))
-        if node is None:
-            continue
-        todo += node.get("childIds", [])
-        role, name = node.get("role", {}).get("value"), node.get("name", {}).get("value", "")
-        if not node.get("ignored") and name and role not in ("StaticText", "InlineTextBox"):
-            out.append([role, name, node.get("description", {}).get("value", "")])
-    return out
+# What a figure says now, in one string: its name, summary and table's columns (a Lab run more or less: a column)
+SAYS = f"(id) => {{ const d = ({SENT})(id); return d ? JSON.stringify([d.name, d.summary, d.table.columns]) : ''; }}"
+
+
+def sent_now(page: Page, plot_id: str) -> str:
+    return page.evaluate(SAYS, plot_id)
+
+
+def changed(page: Page, plot_id: str, before: str) -> None:
+    """Until the figure ``plot_id`` says something else than ``before`` (``sent_now``): it was drawn anew."""
+    page.wait_for_function(f"([id, old]) => {{ const now = ({SAYS})(id); return now && now !== old; }}",
+                           arg=[plot_id, before])
+
+
+def test_each_tab_s_core_task_with_the_keyboard_alone(kept: KeptPages, server: str):
+    """After the Attention tab's (above), each other tab's core task with keys only: no mouse or pointer event is sent,
+    the tabs are opened with the arrow keys and Enter. Decoding: type, run, step; Why: the factor to × 0; Inside a head:
+    another query; Head analysis: a cell of the grid opens its head; Architecture: a Figure 1 block opens its
+    heatmaps; Lab: another run's curves, the time-lapse played and stopped; Model card: its tables reached."""
+    page = opened(kept, server)
+    wait_idle(page)
+    page.evaluate(COUNT_POINTER)
+    page.emulate_media(reduced_motion="reduce")  # and all of it with the system's "reduce motion" on
+    done = {}
+    slider = "(id) => document.activeElement.matches(`#${id} input[type=range]`)"
+    number = "(id) => Number(document.querySelector(`#${id} input[type=number]`).value)"
+
+    open_by_keys(page, "Decoding, step by step")
+    wait_idle(page)
+    before = sent_now(page, "decode-top5")
+    tab_until(page, "() => document.activeElement.matches('#decode-source textarea')")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("A dog runs in the park.")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # runs it: its step 1 drawn
+    changed(page, "decode-top5", before)
+    wait_idle(page)
+    before = sent_now(page, "decode-top5")
+    tab_until(page, f"() => ({slider})('decode-step')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"() => ({number})('decode-step') === 2")
+    changed(page, "decode-top5", before)
+    done["Decoding: a sentence typed, run, step 1 → 2"] = "passes"
+
+    open_by_keys(page, "Why 1/√d_k")
+    note = page.inner_text("#factor-note")
+    tab_until(page, f"() => ({slider})('scale-factor')")
+    page.keyboard.press("Home")  # × 0: every q·k is 0, the softmax uniform
+    page.wait_for_function(f"() => ({number})('scale-factor') === 0")
+    page.wait_for_function("(old) => document.querySelector('#factor-note').innerText !== old", arg=note)
+    done["Why 1/√d_k: the factor to × 0"] = "passes"
+
+    open_by_keys(page, "Inside a head")
+    wait_idle(page)
+    query = "() => document.querySelector('#in-query input:checked')?.value"
+    first, before = page.evaluate(query), sent_now(page, "in-scores")
+    tab_until(page, "() => document.activeElement.matches('#in-query input')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"(old) => ({query})() !== old", arg=first)
+    changed(page, "in-scores", before)
+    done["Inside a head: another query"] = "passes"
+
+    open_by_keys(page, "Head analysis")
+    wait_described(page, "heads-grid")
+    wait_idle(page)
+    tab_until(page, "() => document.activeElement.classList.contains('attn-skip')")
+    page.keyboard.press("Enter")  # the skip link: on the grid
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")  # opens layer 1, head 2 on the Attention tab, as a click does
+    wait_tab(page, "Attention")
+    page.wait_for_function(f"() => ({TITLE})('detail').endsWith('layer 1 · head 2')")
+    done["Head analysis: a cell of the grid opens its head"] = "passes"
+
+    open_by_keys(page, "Architecture")
+    assert page.evaluate("() => getComputedStyle(document.querySelector('#figure1 .tf-block > rect'))"
+                         ".transitionDuration") in ("1e-05s", "0s")  # its fades: none (app.css)
+    tab_until(page, "() => document.activeElement.matches('#figure1 [data-attention]')")
+    kind = page.evaluate("() => document.activeElement.dataset.attention")
+    page.keyboard.press("Enter")
+    wait_tab(page, "Attention")
+    page.wait_for_function("(kind) => document.querySelector('#kind input:checked')?.value === kind", arg=kind)
+    done["Architecture: a Figure 1 block opens its heatmaps"] = "passes"
+
+    open_by_keys(page, "Lab")
+    page.locator("#lab-curves .main-svg").first.wait_for(state="visible")
+    before = sent_now(page, "lab-curves")
+    tab_until(page, "() => document.activeElement.matches('#lab-runs input[type=checkbox]')")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Space")  # another run ticked (or unticked)
+    changed(page, "lab-curves", before)
+    step = page.evaluate(number, "lab-step")
+    assert page.evaluate("() => document.querySelector('#lab-play').getAttribute('aria-pressed')") != "true"
+    tab_until(page, "() => document.activeElement.closest('#lab-play') !== null")
+    page.keyboard.press("Enter")  # ▶ Play
+    page.wait_for_function(f"(old) => ({number})('lab-step') !== old", arg=step)
+    page.keyboard.press("Enter")  # stopped
+    page.wait_for_function("() => document.querySelector('#lab-play').getAttribute('aria-pressed') !== 'true'")
+    done["Lab: another run's curves; the time-lapse played and stopped"] = "passes"
+
+    open_by_keys(page, "Model card")
+    tab_until(page, "() => !!document.activeElement.querySelector('table')")
+    done["Model card: its tables reached"] = "passes"
+    print(json.dumps(done, ensure_ascii=False))
+    assert page.evaluate("() => window.attnPointer") == 0
+    assert page.evaluate(MOVING) == []  # nothing moves by itself
+    page.emulate_media(reduced_motion="no-preference")
+    select_tab(page, "Attention")
+    wait_idle(page)

@@ -107,6 +107,15 @@ def test_the_figures_carry_their_description_and_the_grids_place_their_tiles(res
     json.dumps(overview)  # plain JSON, as the page gets it
 
 
+@pytest.mark.parametrize("kind, lang", [("encoder_self", None), ("decoder_self", {"rows": "de", "columns": "de"}),
+                                        ("cross", {"rows": "de", "columns": None})])
+def test_the_close_up_marks_its_german_side(result, translator_cfg, kind, lang):
+    """The target's tokens are German: queries of the decoder's maps, and its self-attention's keys."""
+    _, detail = attention.views(translator_cfg, result, kind, 1, 1)
+    assert describe.of(detail).get("lang") == lang
+    assert "lang" not in describe.of(attention.views(translator_cfg, result, kind, 1, 1)[0])  # the overview's: heads
+
+
 def test_the_close_up_of_contributions_says_contribution(result, translator_cfg):
     figure = attention.detail_plot(translator_cfg, result, "encoder_self", 1, 1)
     measures.relabel(figure, measures.CONTRIBUTIONS)

@@ -163,7 +163,7 @@ def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
     )
 
 
-MASKED_COLOR = "#9e9e9e"  # mid grey: outside Viridis, readable on light and dark pages
+MASKED_COLOR = "#888888"  # mid grey, outside Viridis: 3.54:1 on white, 4.20:1 on the dark theme's #27272a
 MASKED_NAME = "masked<br>(−∞ before<br>the softmax)"  # the legend entry, beside the colour bar
 MASKED_HOVER = "masked: −∞ before the softmax (a key after the query)"
 

@@ -21,8 +21,9 @@ Encoding (plotly cannot vary opacity within one trace, and one trace per line is
   The page script (assets/web/lines.js) reads these to show only one token's lines on hover or click: plotly
   draws each segment as its own ``path.js-line``, in this order, and the script hides the others.
 
-Colours: the Okabe–Ito palette (colour-blind safe), its black replaced by grey so that it shows on a
-dark page; head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views.
+Colours: eight hues of middle lightness, so that every line drawn at full strength is ≥ 3:1 against a light and a dark
+page (``HEAD_COLORS``); head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views. A
+weaker weight is drawn fainter (its opacity): that is the figure's message, not a mark to be read on its own.
 Transparent background, mid-grey text at 14 px (a projector), token text escaped (`escape_token`).
 """
 
@@ -40,7 +41,9 @@ from viz.vocab import TEXT_COLOR, TRANSPARENT
 LEVELS = 10  # opacity resolution: weights are drawn at the nearest tenth
 THRESHOLD = 0.5 / LEVELS  # lines below this round to opacity 0 and are left out
 ALL_HEADS = 0  # `head` value: every head, each in its own colour
-HEAD_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
+# One hue per head, each ≥ 3:1 against white and against the dark theme's #27272a (WCAG 1.4.11; Okabe–Ito's orange, sky
+# blue and yellow were 2.3, 2.3 and 1.3:1 on white): orange, blue, green, olive, purple, red, pink, grey
+HEAD_COLORS = ("#C26A00", "#2E86C1", "#008B6B", "#8C8C3A", "#9467BD", "#E0475B", "#CC79A7", "#7F7F7F")
 FONT_PX = 14
 ROW_PX = 24  # vertical pitch of one token row
 LEGEND_PX = 72  # bottom margin for the heads' legend: two rows of entries (a phone), under the axis titles' ends

@@ -14,6 +14,8 @@ KIND_LABELS = {
     "decoder_self": "Decoder self-attention (masked)",
     "cross": "Encoder–decoder attention",
 }
+# Which side of each kind's maps is German: (queries, keys), the target's tokens (a screen reader's language)
+GERMAN_SIDES = {"encoder_self": (False, False), "decoder_self": (True, True), "cross": (True, False)}
 AXIS_LABELS = {  # (rows, columns) of each kind's maps: (query side, key side)
     "encoder_self": ("source token (query)", "source token (key)"),
     "decoder_self": ("decoder position: input token (query)", "decoder position (key)"),

@@ -1,8 +1,8 @@
 /* Every figure speaks. Reads page.gridClicks (a figure walked cell by cell -> the hidden textbox a click on a cell
    writes to), page.mainFigures (per tab, its main figure's Plot id, the first shown of a list).
 
-   A figure carries its description (viz/describe.py, in layout.meta.describe: name, summary, table, grid), drawn with
-   it, so each new figure brings its own. Once drawn ('attn-drawn', draw.js and inside.js):
+   A figure carries its description (viz/describe, in layout.meta.describe: name, summary, table, grid, lang), drawn
+   with it, so each new figure brings its own. Once drawn ('attn-drawn', draw.js and inside.js):
    - its picture (the first svg.main-svg: role img) is named by the name and described by the summary, a paragraph
      beside it; plotly's other layers are hidden from the accessibility tree, and its toolbar's buttons take no Tab
      stop (the mouse keeps them; the keyboard has "As a table", the CSV and the page's own exports);
@@ -76,15 +76,18 @@
     const lines = [[table.corner, ...table.columns], ...table.rows.map((r, i) => [r, ...(values[i] || [])])];
     return lines.map((line) => line.map(cell).join(',')).join('\r\n') + '\r\n';
   };
-  const buildTable = (table, values) => {
+  // lang: the language of the row and column headers where it is not the page's (German tokens: d.lang)
+  const buildTable = (table, values, lang = {}) => {
     const t = el('table', {className: 'attn-data'});
     t.appendChild(el('caption', {}, table.caption));
     const head = t.createTHead().insertRow();
-    for (const text of [table.corner, ...table.columns]) head.appendChild(el('th', {scope: 'col'}, text));
+    const th = (text, scope, language) => Object.assign(el('th', {scope}, text), language ? {lang: language} : {});
+    head.appendChild(th(table.corner, 'col'));
+    for (const text of table.columns) head.appendChild(th(text, 'col', lang.columns));
     const body = t.createTBody();
     table.rows.forEach((name, i) => {
       const row = body.insertRow();
-      row.appendChild(el('th', {scope: 'row'}, name));
+      row.appendChild(th(name, 'row', lang.rows));
       for (const v of values[i] || []) row.appendChild(el('td', {}, shown(v)));
     });
     return t;
@@ -121,7 +124,7 @@
     const file = (((parts.gd._context || {}).toImageButtonOptions) || {}).filename || 'figure';
     const link = el('a', {href: parts.url, download: `${file}.csv`, className: 'attn-csv'}, 'Download CSV');
     parts.region.setAttribute('aria-label', d.table.caption);
-    parts.region.replaceChildren(link, buildTable(d.table, values));
+    parts.region.replaceChildren(link, buildTable(d.table, values, d.lang || {}));
   };
   const describedBy = (gd) => (gd.layout && gd.layout.meta && gd.layout.meta.describe) || null;
 
@@ -199,6 +202,12 @@
   };
 
   // ------------------------------------------------------------------------------------------- a figure drawn
+  const markTicks = (gd) => {  // German tick labels (d.lang): the y axis's are the rows, the x axis's the columns
+    const lang = (describedBy(gd) || {}).lang || {};
+    for (const [axis, side] of [['.ytick text', lang.rows], ['.xtick text', lang.columns]]) {
+      gd.querySelectorAll(axis).forEach((t) => (side ? t.setAttribute('lang', side) : t.removeAttribute('lang')));
+    }
+  };
   const hideToolbar = (gd) => gd.querySelectorAll('.modebar-btn').forEach((b) => { b.tabIndex = -1; });
   const speak = (gd) => {
     const block = gd.closest('.block');
@@ -221,9 +230,11 @@
       named.setAttribute('aria-describedby', parts.summary.id);
     }
     hideToolbar(gd);
+    markTicks(gd);
     if (!gd.attnSpeaks) {
       gd.attnSpeaks = true;
-      for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, () => hideToolbar(gd));
+      const again = () => { hideToolbar(gd); markTicks(gd); };
+      for (const name of ['plotly_afterplot', 'plotly_relayout']) gd.on(name, again);
     }
     fillTable(parts);
     if (d.grid) place(block);
@@ -263,6 +274,44 @@
       inputs.forEach((input) => { if (input.name !== group.attnRadio) input.name = group.attnRadio; });
     });
   };
+  // A slider is one Tab stop, its track (arrow keys, Home, End, Page Up/Down): its number box and reset button are
+  // the pointer's. A group of check boxes is one stop too, the arrow keys move between them and Space ticks one.
+  // Buttons that repeat what a stop before them does with its keys (page.keyOnly: Decoding's ◀ ▶ beside the step's
+  // slider) take no stop.
+  const sliders = () => {
+    document.querySelectorAll('.block:has(input[type=range])').forEach((block) => {
+      block.querySelectorAll('input[type=number], button.reset-button').forEach((e) => {
+        if (e.tabIndex !== -1) e.tabIndex = -1;
+      });
+    });
+    for (const id of page.keyOnly) {
+      const button = document.getElementById(id);
+      if (button && button.tabIndex !== -1) button.tabIndex = -1;
+    }
+  };
+  const boxGroups = () => {
+    document.querySelectorAll('.block:has(input[type=checkbox] ~ *)').forEach((group) => {
+      const boxes = [...group.querySelectorAll('input[type=checkbox]')];
+      if (boxes.length < 2 || group.attnBoxes === boxes.length) return;
+      group.attnBoxes = boxes.length;
+      boxes.forEach((box, i) => { box.tabIndex = i === 0 ? 0 : -1; });
+    });
+  };
+  document.addEventListener('keydown', (ev) => {
+    const box = ev.target;
+    if (!(box instanceof HTMLInputElement) || box.type !== 'checkbox' || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const group = box.closest('.block');
+    const boxes = group ? [...group.querySelectorAll('input[type=checkbox]')] : [];
+    const i = boxes.indexOf(box);
+    const to = {ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0, End: boxes.length - 1}[
+      ev.key];
+    if (boxes.length < 2 || to === undefined) return;
+    ev.preventDefault();
+    const next = boxes[(to + boxes.length) % boxes.length];
+    box.tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
   const skipTarget = (ids) => {
     for (const id of ids) {
       const block = document.getElementById(id);
@@ -326,6 +375,8 @@
   onChange(() => {  // at most once a frame, however many changes the page makes
     if (queued) return;
     queued = true;
-    window.requestAnimationFrame(() => { queued = false; radios(); skips(); tablists(); drawings(); });
+    window.requestAnimationFrame(() => {
+      queued = false; radios(); sliders(); boxGroups(); skips(); tablists(); drawings();
+    });
   });
 }

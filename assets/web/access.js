@@ -6,7 +6,12 @@
    - a block that scrolls (a wide table on a phone: overflow auto, its content larger than its box) and holds nothing
      focusable takes a Tab stop (tabindex="0", a region named by its first line), so that it can be scrolled from the
      keyboard (WCAG 2.1.1); it gives the stop up once its content fits again. Checked as a block changes size; a
-     few pixels over (a status line's rounding) are not a scroll region. */
+     few pixels over (a status line's rounding) are not a scroll region;
+   - no motion for those who asked for none (prefers-reduced-motion): Gradio's transitions, spinners and its tabs'
+     fade-in, Figure 1's fades (plotly draws without transitions: draw.js); a style of the page's own, since Gradio
+     keeps app.css's @media rules inside its .contain, which the tabs are not;
+   - a slider moved with the keys sends Gradio's "release" when the key is let go, as letting go of the pointer does
+     (Gradio sends it only on pointerup, or as its number box loses the focus): a listener of release hears keys. */
 (page, {onChange}) => {
   const german = page.germanText.map((id) => `#${id} textarea:not([lang]), #${id} input:not([lang])`).join(', ');
   const SLACK = 13;  // px over that hide nothing (a status line rounded up, room for a focus ring)
@@ -18,6 +23,10 @@
     return (x || y) && !e.querySelector(FOCUSABLE);
   };
   const reachable = (e) => {
+    if (e.querySelector('.progress-text, .eta-bar')) {  // Gradio's progress over it: measured once it has gone
+      window.setTimeout(() => e.isConnected && reachable(e), 500);
+      return;
+    }
     if (scrolls(e)) {
       if (e.hasAttribute('data-attn-scroll')) return;
       e.setAttribute('data-attn-scroll', '');
@@ -28,6 +37,17 @@
       for (const name of ['data-attn-scroll', 'tabindex', 'role', 'aria-label']) e.removeAttribute(name);
     }
   };
+  document.head.appendChild(Object.assign(document.createElement('style'), {textContent: `
+    @media (prefers-reduced-motion: reduce) { *, *::before, *::after { animation-duration: 0.01ms !important;
+      animation-iteration-count: 1 !important; transition-duration: 0.01ms !important;
+      scroll-behavior: auto !important; } }`}));
+  const KEYS = new Set(['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown']);
+  document.addEventListener('keyup', (ev) => {
+    const range = ev.target;
+    if (range instanceof HTMLInputElement && range.type === 'range' && KEYS.has(ev.key)) {
+      range.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+    }
+  });
   const sized = new ResizeObserver((entries) => entries.forEach(({target}) => target.isConnected && reachable(target)));
   const watched = new WeakSet();
   onChange(() => {

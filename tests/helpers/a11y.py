@@ -1,6 +1,7 @@
-"""The accessibility sweep's parts: axe-core in the page (the copy the PyPI package ``axe-playwright-python`` bundles,
-injected once per document), the views the sweep measures a tab in, switched in place on one loaded page, and the
-check that a page reflows at 320 CSS px (WCAG 1.4.10: 1280 px at 400 % zoom).
+"""The accessibility tests' parts: axe-core in the page (the copy the PyPI package ``axe-playwright-python`` bundles,
+injected once per document), the views the sweep measures a tab in, switched in place on one loaded page, the check
+that a page reflows at 320 CSS px (WCAG 1.4.10: 1280 px at 400 % zoom), and the keyboard alone's steps (Tab to an
+element, a tab opened by its keys, the pointer events counted, what moves, Chromium's accessibility tree).
 
 A view is a theme (light, dark: the system's colour scheme, which Gradio follows while the page is open) and a size (a
 projector's 1280×720, a phone's 390×844), in presentation mode or not (the Attention tab's checkbox). ``VIEWS`` orders
@@ -17,7 +18,7 @@ from typing import NamedTuple
 import axe_playwright_python
 from playwright.sync_api import Page
 
-from helpers.browser import wait_idle
+from helpers.browser import wait_idle, wait_tab
 from helpers.scripts import still
 
 AXE_JS = Path(axe_playwright_python.__file__).parent / "axe.min.js"
@@ -25,6 +26,8 @@ AXE_VERSION = re.search(r"axe v([\d.]+)", AXE_JS.read_text()[:200]).group(1)
 # WCAG 2.0 and 2.1, levels A and AA: the rules axe runs (its best practices and AAA rules are left out)
 WCAG_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
 WIDE, PHONE, NARROW = (1280, 720), (390, 844), (320, 640)
+# What is drawn behind the figures (their blocks' background; the figures' own is transparent), per theme
+BACKGROUNDS = {"light": "#ffffff", "dark": "#27272a"}
 # Figures, their texts, the Markdown and the tab names keeping still
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
 
@@ -163,3 +166,62 @@ def visit(page: Page, tab: str) -> None:
         page.wait_for_function(DRAWN[tab])
     open_how_to_read(page)
     page.evaluate(STILL)
+
+
+# ------------------------------------------------------------------------------------------- the keyboard alone
+ACTIVE = """() => { const e = document.activeElement, block = e && e.closest('[id]');
+    return {id: block ? block.id : '', tag: e.tagName, cls: String(e.className.baseVal ?? e.className)}; }"""
+# What moves: the page's running animations and transitions longer than a hundredth of a millisecond
+MOVING = """() => document.getAnimations().filter((a) => a.playState === 'running'
+    && a.effect.getComputedTiming().duration > 0.01)
+    .map((a) => `${a.animationName || a.transitionProperty} on ${a.effect.target?.tagName}`)"""
+# Counts the pointer events a visitor (the test) sends from now on: a page script's own (a slider's release) is not one
+COUNT_POINTER = """() => { window.attnPointer = 0; if (window.attnCounting) return;
+    window.attnCounting = true;
+    for (const type of ['mousedown', 'mouseup', 'pointerdown', 'pointerup', 'mousemove'])
+        document.addEventListener(type, (ev) => { if (ev.isTrusted) window.attnPointer += 1; }, true); }"""
+
+
+def tab_until(page: Page, reached: str, most: int = 40) -> int:
+    """Tab presses until the page function ``reached`` holds for the focused element (at most ``most``)."""
+    for presses in range(1, most + 1):
+        page.keyboard.press("Tab")
+        if page.evaluate(reached):
+            return presses
+    raise AssertionError(f"not reached in {most} Tab presses: {reached}; at {page.evaluate(ACTIVE)}")
+
+
+def open_by_keys(page: Page, name: str) -> None:
+    """Open the tab ``name`` from the keyboard: the tab shown focused (the tabs are one Tab stop: a Shift+Tab from
+    the tab's first control gets there), the arrow keys to ``name``, Enter."""
+    page.locator("[role=tab][aria-selected=true]").focus()
+    for _ in range(10):
+        if page.evaluate("() => document.activeElement.textContent.trim()") == name:
+            break
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    wait_tab(page, name)
+
+
+def accessibility_tree(page: Page, elem_id: str) -> list:
+    """The named nodes of Chromium's accessibility tree under the element ``elem_id``: role, name, description."""
+    session = page.context.new_cdp_session(page)
+    try:
+        root = session.send("DOM.describeNode", {"objectId": session.send("Runtime.evaluate", {
+            "expression": f"document.getElementById('{elem_id}')"})["result"]["objectId"]})["node"]["backendNodeId"]
+        nodes = session.send("Accessibility.getPartialAXTree", {"backendNodeId": root, "fetchRelatives": False})
+        tree = session.send("Accessibility.getFullAXTree")["nodes"]
+    finally:
+        session.detach()
+    start = nodes["nodes"][0]["nodeId"]
+    by_id = {n["nodeId"]: n for n in tree}
+    out, todo = [], [start]
+    while todo:
+        node = by_id.get(todo.pop(0))
+        if node is None:
+            continue
+        todo += node.get("childIds", [])
+        role, name = node.get("role", {}).get("value"), node.get("name", {}).get("value", "")
+        if not node.get("ignored") and name and role not in ("StaticText", "InlineTextBox"):
+            out.append([role, name, node.get("description", {}).get("value", "")])
+    return out

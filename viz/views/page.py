@@ -52,6 +52,8 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                         "inside": ["in-scores", "in-m-weights"], "heads": ["heads-grid"], "architecture": ["figure1"],
                         "lab": ["lab-curves"]},
         "germanText": ["target", "translation"],  # marked lang="de" (access.js)
+        # Buttons that take no Tab stop: the keys of a stop before them do the same (a11y.js: the step's slider)
+        "keyOnly": ["step-prev", "step-next"],
         # each tab's main figure, by tab id: a shared link opens scrolled to it (classroom.js)
         "linkFigures": {"attention": "detail", "decoding": "decode-cross", "inside": "in-scores",
                         "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}

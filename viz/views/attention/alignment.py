@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from viz import describe
 from viz.lines import ALL_HEADS, THRESHOLD, lines_spec
 from viz.views.outputs import Figure, finish_figure
-from viz.vocab import AXIS_LABELS, KIND_LABELS
+from viz.vocab import AXIS_LABELS, GERMAN_SIDES, KIND_LABELS
 
 if TYPE_CHECKING:  # for the type hints only
     from model.network.inference import AttentionResult
@@ -41,5 +41,6 @@ def alignment_plot(result: AttentionResult | None, kind: str, layer, head=ALL_HE
                       query_label=q_label, key_label=k_label)
     heads = list(range(1, n_heads + 1)) if head == ALL_HEADS else [head]  # (lines_spec has checked them)
     said = describe.alignment(f"Alignment view: {KIND_LABELS[kind]}, layer {layer}, {which}",
-                              maps[layer - 1, [h - 1 for h in heads]], heads, *result.tokens(kind), threshold=THRESHOLD)
+                              maps[layer - 1, [h - 1 for h in heads]], heads, *result.tokens(kind), threshold=THRESHOLD
+                              ).in_german(*GERMAN_SIDES[kind])
     return finish_figure(spec, f"{kind}_lines_layer{layer}_{'all' if head == ALL_HEADS else f'head{head}'}", said)

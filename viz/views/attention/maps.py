@@ -22,7 +22,7 @@ from viz.views.attention.focus import NO_FOCUS, Focus, check_focus, focus_map, t
 from viz.views.exports import ExportFolder
 from viz.views.inputs import check_beam, check_head, check_kind, check_layer, check_scale, check_text  # noqa: F401
 from viz.views.outputs import SKIP, Figure, Update, finish_figure
-from viz.vocab import AXIS_LABELS, KIND_LABELS, MEAN
+from viz.vocab import AXIS_LABELS, GERMAN_SIDES, KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.network.config import TransformerConfig
@@ -105,7 +105,8 @@ def described(shown, title: str, kind: str, measure: str) -> describe.Descriptio
     name = ", ".join(describe.plain(part) for part in title.split(" · "))
     return describe.attention_map(name, shown.weights, shown.query_tokens, shown.key_tokens,
                                   measure=measure or "weight", masked=masked, query_start=shown.query_start,
-                                  key_start=shown.key_start, send_rows=[str(r) for r in rows])
+                                  key_start=shown.key_start, send_rows=[str(r) for r in rows]
+                                  ).in_german(*GERMAN_SIDES[kind])
 
 
 def detail_plot(cfg: TransformerConfig, result: AttentionResult | None, kind: str, layer, head,

@@ -1,0 +1,97 @@
+"""A figure's description (name, summary, table, grid, language) and how a figure carries it (``attach``, ``of``):
+the shape assets/web/a11y.js reads (viz/describe/__init__.py gives it in full)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from viz.text import plain_token
+
+META = "describe"  # the key of layout.meta that holds a figure's description
+TOP = 3  # pairs or heads a summary names
+MAX_EXPLICIT = 4000  # table cells written out; a larger heatmap's table is its trace's z ({"trace": i})
+SINK = 0.5  # a head that puts this share of its weight or more on </s> (or <s>) is named as a sink
+
+
+@dataclass
+class Table:
+    caption: str
+    corner: str  # the header of the row headers' column
+    columns: list[str]
+    rows: list[str]
+    values: list[list] | dict  # rows × columns, or {"trace": i}: that trace's z as drawn
+
+
+@dataclass
+class Description:
+    name: str
+    summary: str
+    table: Table
+    grid: dict | None = field(default=None)
+    # the language of the table's row and column headers where it is not the page's English (German tokens), also
+    # that of the figure's y (rows) and x (columns) tick labels: {"rows": "de", "columns": None}
+    lang: dict | None = field(default=None)
+
+    def meta(self) -> dict:
+        out = asdict(self)
+        for key in ("grid", "lang"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+    def in_german(self, rows: bool, columns: bool) -> Description:
+        """This description with its rows (queries) and columns (keys) marked German where they are."""
+        if rows or columns:
+            self.lang = {"rows": "de" if rows else None, "columns": "de" if columns else None}
+        return self
+
+
+def attach(figure: dict, description: Description | None) -> dict:
+    """``figure`` (a plotly dict) carrying ``description`` in ``layout.meta.describe``; returns it."""
+    if description is not None:
+        layout = figure.setdefault("layout", {})
+        meta = layout.get("meta") if isinstance(layout.get("meta"), dict) else {}
+        layout["meta"] = {**meta, META: description.meta()}
+    return figure
+
+
+def of(figure: dict) -> dict | None:
+    """The description a figure carries (``attach``), or None."""
+    meta = (figure.get("layout") or {}).get("meta")
+    return meta.get(META) if isinstance(meta, dict) else None
+
+
+def reword(figure: dict, word: str, new: str) -> None:
+    """The figure's description with ``word`` said as ``new`` (the close-up of contributions instead of weights)."""
+    said = of(figure)
+    if said is None:
+        return
+
+    def swap(text):
+        return re.sub(rf"\b{word}\b", new, text) if isinstance(text, str) else text
+
+    for key in ("name", "summary"):
+        said[key] = swap(said[key])
+    said["table"]["caption"] = swap(said["table"]["caption"])
+    said["table"]["columns"] = [swap(c) for c in said["table"]["columns"]]
+    for block in (said.get("grid") or {}).get("blocks", []):
+        if block.get("labels"):
+            block["labels"] = [[swap(label) for label in row] for row in block["labels"]]
+
+
+def fmt(value: float, digits: int = 2) -> str:
+    """A number as a summary says it: weights with ``digits`` decimals."""
+    return f"{value:.{digits}f}"
+
+
+def _round(values: np.ndarray, digits: int = 3) -> list:
+    return [[None if not np.isfinite(v) else round(float(v), digits) for v in row] for row in values]
+
+
+def tokens(pieces: Sequence[str]) -> list[str]:
+    """Pieces as the figures show them ("▁dogs" -> "dogs", "m" -> "·m"), as plain text."""
+    return [plain_token(p) for p in pieces]
