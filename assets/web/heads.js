@@ -29,9 +29,14 @@
     return out;
   };
   drawHooks.push((gd, data, layout) => {
-    if (!WIDE.matches || !gd.closest(`#${page.cellGrid}`)) return null;
-    const out = sideBySide(layout);
-    return out && {data, layout: out};
+    if (!gd.closest(`#${page.cellGrid}`)) return null;
+    gd.attnStacked = layout;  // as the server laid it out, for a change of the screen's width
+    const out = WIDE.matches && sideBySide(layout);
+    return out ? {data, layout: out} : null;
+  });
+  WIDE.addEventListener('change', () => {  // a window made wider or narrower: the grid laid out again
+    const gd = document.querySelector(`#${page.cellGrid} .js-plotly-plot`);
+    if (gd && gd.attnStacked && window.Plotly) window.Plotly.react(gd, gd.attnSentData, gd.attnStacked, gd.attnSentConfig);
   });
   // window.attnHeadsStat(frames, stat): the grid of one statistic as a Gradio Plot's value (null: none yet), from
   // every statistic's grid (viz.views.head_analysis.stats_frames: the first one's figure and each one's changes).
