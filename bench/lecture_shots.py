@@ -5,13 +5,14 @@
     python -m bench.lecture_shots --out /tmp/lecture-shots --only 3 --only 10
     python -m bench.lecture_shots --url http://127.0.0.1:7860/   # an app already running (loopback only)
     python -m bench.lecture_shots --text "A man in a blue shirt is playing the guitar on the street."
+    python -m bench.lecture_shots --size 390x844                 # a phone's screen
 
 Each stop is opened by its link (``?lecture=1&stop=N``, ``&__theme=dark``), as Next opens it; the shot is taken once
 the stop's mark and its figure (or the part of it the stop names) are on screen and the page keeps still:
-``stop-NN-<theme>.png`` (the screen, what a class sees). Printed for each: the file, and where the mark, that figure
-and the caption bar are (what lies below the bar's top is not seen). Anything the
-page did that it never should (a console error other than a stream cut by leaving a page, a request off loopback) is
-printed too, and the exit status is then 1.
+``stop-NN-<theme>.png`` (the screen, what a class sees; ``stop-NN-<theme>-<size>.png`` at another size). Printed
+for each: the file, and where the mark, that figure and the caption bar are (what lies below the bar's top is not
+seen). Anything the page did that it never should (a console error other than a stream cut by leaving a page, a request
+off loopback) is printed too, and the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ WHERE = """() => {
 }"""
 
 
-def shoot(page, n: int, theme: str, out: Path, text: str = "") -> Path:
+def shoot(page, n: int, theme: str, out: Path, text: str = "", size: str = "") -> Path:
     query = {"lecture": "1", "stop": str(n), **({"text": text} if text else {}),
              **({"__theme": "dark"} if theme == "dark" else {})}
     page.goto(f"?{urlencode(query)}")
     page.wait_for_function(SHOWN, arg=n)
     page.evaluate(SETTLED)
-    path = out / f"stop-{n:02d}-{theme}.png"
+    path = out / f"stop-{n:02d}-{theme}{f'-{size}' if size else ''}.png"
     page.screenshot(path=str(path))
     print(path, page.evaluate(WHERE), flush=True)
     return path
@@ -66,8 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"the folder to write to (default: {OUT})")
     parser.add_argument("--url", help="an app already running on loopback (default: start `python app.py`)")
     parser.add_argument("--text", default="", help="a visitor's own sentence (default: the lecture's)")
+    parser.add_argument("--size", default=f"{WIDTH}x{HEIGHT}", help="the screen, WIDTHxHEIGHT (default: a projector's)")
     args = parser.parse_args(argv)
     stops = args.only or range(1, len(lecture.STOPS) + 1)
+    width, height = (int(v) for v in args.size.split("x"))
+    size = "" if (width, height) == (WIDTH, HEIGHT) else args.size
     args.out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright  # a test requirement only
 
@@ -76,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             for theme in args.theme or ("light", "dark"):
-                context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, base_url=url)
+                context = browser.new_context(viewport={"width": width, "height": height}, base_url=url)
                 context.set_default_timeout(TIMEOUT_MS)
                 page = context.new_page()
                 page.on("console", lambda m: m.type == "error" and not LEFT_BEHIND.search(m.text)
@@ -85,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 page.on("request", lambda r: None if is_loopback(r.url) else problems.append(f"off loopback: {r.url}"))
                 try:
                     for n in stops:
-                        shoot(page, n, theme, args.out, args.text)
+                        shoot(page, n, theme, args.out, args.text, size)
                 finally:
                     context.close()
         finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from bench import first_open
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, CLICK_TO_ECHO, QUIET, QUIET_MS, SET_TEXT, new_text
 from bench.common import app_process, is_loopback, stats
 from viz.views.head_analysis import STAT_CHOICES
@@ -180,9 +181,13 @@ def rows(r: dict) -> list[tuple[str, str, str, str]]:
         out.append((f"Browser, other tabs: {what} (median / p95; ÷ echo)",
                      f"{s['median_ms']:.0f} / {s['p95_ms']:.0f} ms; {s['ratio']:.1f}×", f"≤ {GOAL:.0f}×",
                      "yes" if s["ratio"] <= GOAL else "**no**"))
+    if "first_open" in r:
+        out += first_open.rows(r["first_open"])
     return out
 
 
 def run(quick: bool, log: Callable[[str], None] = print) -> dict:
     with app_process(("-m", "bench.serve")) as app:
-        return measure(app.url, 3 if quick else 8, log=log)
+        out = measure(app.url, 3 if quick else 8, log=log)
+        out["first_open"] = first_open.measure(app.url, 2 if quick else 4, log=log)  # each tab's first opening
+        return out

@@ -195,3 +195,14 @@ def test_the_hall_rows_hold_each_figure_against_its_goal():
     assert "300 complete; 700 / 3100 ms; 97 ms" in values and "300 complete; 900 / 2500 ms; 194 ms (30 s)" in values
     assert "99 of 100" in values and "(× 2.00)" in values and "17 × 200, 283 × 429" in values
     assert "100 / 120 (× 1.20) / 180 (× 1.80) / 150 (× 1.50) / 250 ms (× 2.50); 1" in values
+
+
+def test_the_first_open_rows_hold_each_tab_to_a_second():
+    """``bench.first_open.rows``: a row per tab, its median and slowest opening, judged by the slowest (≤ 1 s)."""
+    from bench import first_open
+    from bench.common import stats
+
+    result = {"decoding": stats([0.2, 0.3, 0.25]), "lab": stats([0.8, 1.2, 0.9])}
+    rows = first_open.rows(result)
+    assert [ok for *_, ok in rows] == ["yes", "**no**"], rows
+    assert rows[0][0].startswith("Browser, a tab opened first: Decoding") and rows[1][1] == "900 / 1200 ms"

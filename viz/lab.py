@@ -153,7 +153,7 @@ def table3a_figure(points: Sequence[dict], paper: Sequence[tuple[int, float]]) -
         x=[h for h, _ in paper], y=[d for _, d in paper], mode="lines+markers", name="the paper (newstest2013)",
         line=dict(color=TEXT_COLOR, width=2, dash="dash"), marker=dict(size=9, symbol="square", color=TEXT_COLOR),
         hovertemplate="paper, h = %{x}: %{y:+.1f}<extra></extra>"))
-    fig.update_layout(**_layout(420))
+    fig.update_layout(**_layout(390))  # the tab's first figure: whole on the first screen at 1280×720
     fig.update_layout(hovermode="closest", legend=dict(y=1.02, yanchor="bottom"), margin=dict(l=8, r=8, t=8, b=8))
     axis = dict(gridcolor=GRID_COLOR, zerolinecolor=TEXT_COLOR, linecolor=TEXT_COLOR, showline=True)
     fig.update_xaxes(type="log", tickvals=[1, 2, 4, 8, 16, 32], ticktext=["1", "2", "4", "8", "16", "32"],

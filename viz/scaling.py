@@ -30,6 +30,7 @@ REF_COLOR = TEXT_COLOR
 FONT_SIZE = 16
 SUBPLOT_TITLE_SIZE = 13
 LEGEND_BOTTOM_PX = 108  # the curves' legend ends this far below the figure's top, above two-line subplot titles
+PART1_PX = 400  # part 1's two figures: beside the controls, whole on the first screen at 1280×720
 
 PAPER_QUOTE = (
     "“We suspect that for large values of d_k, the dot products grow large in magnitude, pushing the softmax "
@@ -170,7 +171,7 @@ def variance_figure(var: dict, d_k: int | None = None) -> go.Figure:
     # every other power of two: flat, apart and clear of the axis title on a phone too
     fig.update_xaxes(title=dict(text="d_k (dimension of queries and keys)"), automargin=True, **_log2_axis(d, 2))
     fig.update_yaxes(type="log", title=dict(text="variance of the dot product"), exponentformat="power", dtick=1)
-    return _style(fig, 460)
+    return _style(fig, PART1_PX)
 
 
 def variance_text(var: dict, d_k: int) -> str:
@@ -210,7 +211,7 @@ def histogram_figure(samples: np.ndarray, d_k: int, bins: int = 48) -> go.Figure
     fig.update_xaxes(title=dict(text=f"value of the dot product (d_k = {d_k})"), row=2, col=1)
     fig.update_yaxes(title=dict(text="density"), rangemode="tozero")
     fig.update_layout(bargap=0, showlegend=False)
-    return _style(fig, 520)
+    return _style(fig, PART1_PX)
 
 
 def _inner_ticks(half: float) -> list[float]:

@@ -102,5 +102,6 @@ def stats_grid_spec(values: Mapping[str, np.ndarray], roles: Mapping[str, list[l
                                      orientation="h", x=0, xanchor="left", len=1, y=-12 / plot_px, yanchor="top")),
         annotations=annotations,
         template=dict(layout=dict(hovermode="closest")),
+        meta=dict(grid=dict(cell=_CELL_PX, gap=_PANEL_GAP_PX)),  # the page lays the panels side by side (heads.js)
     )
     return dict(data=data, layout=layout)

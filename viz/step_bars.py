@@ -30,6 +30,7 @@ CHOSEN_COLOR = "#E69F00"  # Okabe–Ito orange
 MASKED_COLOR = "#999999"
 GRID_COLOR = "rgba(136,136,136,0.25)"
 FONT_PX = 14
+ROW_PX = 340  # an attention row: under the step's controls on the first screen at 1280×720 (app.css)
 FUTURE_LABEL = "?"  # tick label of a position not yet written
 
 
@@ -108,7 +109,7 @@ def self_row_spec(steps: DecodeSteps, t: int, layer: int, head: int) -> dict:
     title = [f"Masked self-attention of step {t} (input: {plain_token(prefix[-1])})",
              f"layer {layer} · {which_heads(head, n_heads)}" + (" · hatched = masked" if n_future else "")]
     xaxis = _token_xaxis(labels + [FUTURE_LABEL] * n_future, "decoder position (key)")
-    return dict(data=data, layout=_layout(title, 360, xaxis=xaxis, yaxis=_value_axis("weight"), bargap=0.15))
+    return dict(data=data, layout=_layout(title, ROW_PX, xaxis=xaxis, yaxis=_value_axis("weight"), bargap=0.15))
 
 
 def cross_row_spec(steps: DecodeSteps, t: int, layer: int, head: int) -> dict:
@@ -119,7 +120,7 @@ def cross_row_spec(steps: DecodeSteps, t: int, layer: int, head: int) -> dict:
              f"layer {layer} · {which_heads(head, steps.cross.shape[1])}"]
     xaxis = _token_xaxis(labels, "source token (key)")
     return dict(data=[_bars(row, labels, "source token")],
-                layout=_layout(title, 360, xaxis=xaxis, yaxis=_value_axis("weight"), bargap=0.15))
+                layout=_layout(title, ROW_PX, xaxis=xaxis, yaxis=_value_axis("weight"), bargap=0.15))
 
 
 def prob_text(p: float) -> str:

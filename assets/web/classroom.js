@@ -3,14 +3,15 @@
    that holds the view: viz.views.attention.share), page.views (the same for each other tab's own view), page.labels
    (a dropdown's label -> its value), page.detail (the close-up's element id), page.copyLink (the Copy link button's),
    page.overview and page.tileClick (the overview's tile message, see overview.js), page.linkFigures (each tab's main
-   figure: a shared link opens scrolled to it).
+   figure: a shared link opens scrolled to it), page.guide (an example's caption: brought on screen with the overview
+   and the close-up under it).
 
    The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
    reads them back when a link is opened: viz.views.attention.share), and the tab shown writes its own view over it
    (page.views: Decoding's layer, head and step, Inside a head's query, …); another tab's own parameters go. Written
    only once the first view has been drawn, so an opened link is read before it is rewritten; other parameters
    (Gradio's __theme) are kept. */
-(page, {plotOf, layerOf, headOf}) => {
+(page, {plotOf, layerOf, headOf, onChange}) => {
   const viewValue = (id) => {
     const root = document.getElementById(id);
     if (!root) return null;
@@ -118,6 +119,41 @@
                    y1: box[3], line: {color: '#ff2d55', width: 3}, fillcolor: 'rgba(0,0,0,0)', layer: 'above'};
     window.Plotly.relayout(gd, {shapes: [...shapes.filter((s) => s.name !== 'chosen-tile'), frame]});
   };
+
+  // An example's caption (or a link's notice) shown above the figures pushed the close-up's axis below a projector's
+  // 720 px: once it shows, the page scrolls (for a few seconds, as the figures are drawn) until the caption and the
+  // figures are on screen together, the caption at the top at most; not once the visitor scrolls, clicks or types,
+  // and not in the lecture (lecture.js places its stops).
+  let guideText = '', guideTimer = null;
+  const toGuide = () => {
+    const guide = document.getElementById(page.guide);
+    const figures = [page.overview, page.detail].map((id) => document.getElementById(id)).filter(Boolean);
+    if (!guide || !figures.length || !guide.offsetParent || document.body.classList.contains('attn-lecture')) return;
+    let left = false;
+    const leave = () => { left = true; };
+    const events = ['wheel', 'touchstart', 'mousedown', 'keydown'];
+    events.forEach((type) => window.addEventListener(type, leave, {capture: true, passive: true, once: true}));
+    const started = Date.now();
+    clearInterval(guideTimer);
+    guideTimer = setInterval(() => {
+      if (left || Date.now() - started > 4000 || !guide.offsetParent) {
+        clearInterval(guideTimer);
+        events.forEach((type) => window.removeEventListener(type, leave, {capture: true}));
+        return;
+      }
+      const top = guide.getBoundingClientRect().top;
+      const bottom = Math.max(...figures.map((e) => e.getBoundingClientRect().bottom));
+      const by = Math.min(top - 8, bottom + 8 - innerHeight);
+      if (by > 2) window.scrollBy({top: by, behavior: 'instant'});
+    }, 200);
+  };
+  onChange(() => {
+    const guide = document.getElementById(page.guide);
+    const text = guide && guide.offsetParent ? guide.textContent.trim() : '';
+    if (text === guideText) return;
+    guideText = text;
+    if (text) setTimeout(toGuide, 0);  // (after the click or key that chose it: not taken for the visitor's own)
+  });
 
   // On a phone a shared link opens scrolled to the figure it is about (page.linkFigures: the tab's main figure), once
   // it is drawn, its top at the screen's top, unless it is on screen whole already: on a phone it lay two screens

@@ -1,8 +1,12 @@
 """The lecture's part of the page (``viz.views.lecture``): the "Lecture" entry and the caption bar, filled once the
-link's view has opened (a page load) or the page has opened another stop in place (``page.reopened``: Back / Next
-send its query). The stop's view itself is opened by the link machinery (``lecture.link_query`` widens the page's query
-before the Attention tab parses it: viz/ui/tabs/attention.py); its mark, its action and Back / Next are the page
-script's (assets/web/lecture.js)."""
+link's view has opened (a page load), or with the next stop's view when the page moves in place (``page.reopened``:
+Back / Next send its query). A stop's view itself is opened by the link machinery (``lecture.link_query`` widens the
+page's query before the Attention tab parses it: viz/ui/tabs/attention.py); its mark, its action and Back / Next are
+the page script's (assets/web/lecture.js).
+
+A move in place is one event: the Attention tab's view, every other tab's part and the caption in one answer (each a
+round trip of its own had been ~0.4 s a move on the 2-core machine, in a row); what follows a run (the translation's
+notes, the alignment view) after it."""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ import gradio as gr
 
 from model.probes.ablation import load_ranking
 from model.serving.runs import SessionResult
-from viz.ui.wiring import PRIVATE, Page
+from viz.ui.wiring import PRIVATE, Page, listener
 from viz.views import lecture
+from viz.views.outputs import SKIP
 from viz.views.page import PAGE
 
 
@@ -32,4 +37,29 @@ def build_lecture(page: Page) -> None:
 
     hidden = {"queue": False, "show_progress": "hidden", **PRIVATE}
     page.link.change(caption, [page.result, page.lecture_go], bar, **hidden)
-    page.reopened.then(stop_caption, [page.result, page.lecture_go], bar, **hidden)  # the next stop, in place
+    move_in_place(page, bar, stop_caption)
+
+
+def move_in_place(page: Page, bar: gr.HTML, stop_caption) -> None:
+    """The next stop in one event (``page.reopened``): the Attention tab opens its view (``page.open_view``), the
+    other tabs take their part (``page.parts``) with the values it set (the sentence's run, the kind, layer and head),
+    and ``stop_caption`` writes the bar; keys pressed fast: the last."""
+    open_view, view_outputs, then_run = page.open_view
+    open_parts, part_inputs, part_outputs = page.parts
+    outputs = list({id(c): c for c in [*view_outputs, *part_outputs, bar]}.values())  # (page.tabs once)
+
+    def move(request: gr.Request, asked: str, *values):
+        shown = dict(zip(map(id, view_outputs), open_view(request, asked), strict=True))
+        given = dict(zip(map(id, part_inputs), values, strict=True))
+        for key, value in shown.items():  # what the Attention tab set, as the parts read it
+            if key in given:
+                given[key] = value.get() if isinstance(value, SessionResult) else value
+        *parts, tab = open_parts(shown[id(page.link)], *given.values())
+        out = {**shown, **dict(zip(map(id, part_outputs), parts, strict=True))}
+        out[id(page.tabs)] = shown[id(page.tabs)] if tab is SKIP else tab
+        out[id(bar)] = stop_caption(shown[id(page.result)], asked, request)
+        return tuple(out[id(c)] for c in outputs)
+
+    page.reopened = page.lecture_go.change(listener(move), [page.lecture_go, *part_inputs], outputs,
+                                           show_progress="hidden", trigger_mode="always_last", **PRIVATE)
+    then_run(page.reopened)

@@ -53,9 +53,12 @@ class Page:
     linked: dict[str, tuple] = field(default_factory=dict)
     link_choices: dict[str, Sequence[str]] = field(default_factory=dict)
     # The lecture's moves in place: the page writes the next stop's URL query in ``lecture_go`` and the link's view
-    # opens again (``reopened``, that event), as ``opened`` does on a page load
+    # opens again (``reopened``, that event: viz.ui.lecture), as ``opened`` does on a page load, from the Attention
+    # tab's part (``open_view``: its function, outputs and what follows a run) and the other tabs' (``parts``)
     lecture_go: Any = None
     reopened: Any = None
+    open_view: tuple | None = None
+    parts: tuple | None = None
 
 
 class AttentionView(SimpleNamespace):
@@ -149,8 +152,8 @@ def on_link(page: Page, tab_id: str, present, *args, inputs: list, outputs: list
 def open_linked_tabs(page: Page) -> None:
     """Every tab's part of a link (``on_link``) as one event once the Attention tab has opened the link's view and
     set ``page.link`` (a visit with a link only): one request, not one per tab, while the page loads (a hall of
-    pages loading the same link at once shares the queue's places: viz.ui.shares); and after each of the lecture's
-    moves in place (``page.reopened``)."""
+    pages loading the same link at once shares the queue's places: viz.ui.shares); and in each of the lecture's
+    moves in place (``page.parts``: viz.ui.lecture)."""
     parts = list(page.linked.values())
     inputs = list({id(c): c for _, ins, _ in parts for c in ins}.values())
     outputs = [c for _, _, outs in parts for c in outs]
@@ -169,10 +172,9 @@ def open_linked_tabs(page: Page) -> None:
 
     page.link.change(listener(open_linked), [page.lecture_go, page.link, *inputs], [*outputs, page.tabs],
                      show_progress="hidden", **PRIVATE)
-    # a move in place: the parts follow the Attention tab's (even a link as it was: the next stop's figures drawn anew),
-    # and what comes after the move (the lecture's caption) comes after them
-    page.reopened = page.reopened.then(listener(open_parts), [page.link, *inputs], [*outputs, page.tabs],
-                                       show_progress="hidden", **PRIVATE)
+    # a move in place: the parts with the Attention tab's, in the lecture's one event (even a link as it was: the next
+    # stop's figures drawn anew)
+    page.parts = (open_parts, inputs, outputs)
 
 
 # --------------------------------------------------------------------------------------------- in the browser

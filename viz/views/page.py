@@ -25,6 +25,7 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         # button
         "view": {"text": "source", "target": "target", "kind": "kind", "layer": "layer", "head": "head",
                  "present": "present", "colour": "colour"}, "detail": "detail", "copyLink": "copy-link",
+        "guide": "guide",  # an example's caption (or a link's notice): on screen with the figures (classroom.js)
         "rowClick": "row-click",  # a click on a row of the close-up sends "row,time" here: "Inside a head" opens
         # Inside a head's whole matrices: a click on a row of a trace whose meta is queryRows sends "row,time" here
         "matrixPlots": [f"in-m-{name}" for name in ("projections", *STAGES, "output")],

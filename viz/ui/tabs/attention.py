@@ -203,10 +203,9 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
     outputs = [*controls, v.guide, *v.shown, page.tabs, page.link]
     page.opened = page.demo.load(listener(open_link), None, outputs, **PRIVATE)
     then_lines(page, v, page.opened)
-    # the lecture's Back / Next: the page sends the next stop's query (assets/web/lecture.js), opened in place
-    page.reopened = page.lecture_go.change(listener(open_link), page.lecture_go, outputs, show_progress="hidden",
-                                           trigger_mode="always_last", **PRIVATE)  # keys pressed fast: the last
-    then_lines(page, v, page.reopened)
+    # the lecture's Back / Next: the page sends the next stop's query (assets/web/lecture.js), opened in place, with
+    # the other tabs' parts and the caption in one event (viz.ui.lecture), and what follows a run after it
+    page.open_view = (open_link, outputs, lambda event: then_lines(page, v, event))
     # (``select``: Gradio 6.31.0's dropdown also sends ``input`` each time it loses the focus, which would run it again)
     then_lines(page, v, v.example.select(listener(classroom.pick_example, page.runs, warn), [v.example,
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))

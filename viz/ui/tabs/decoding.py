@@ -39,7 +39,7 @@ def build_decoding(page: Page) -> None:
             next_btn = gr.Button("Next ▶", elem_id=PAGE["stepNext"], min_width=140)
             step = gr.Slider(1, 2, value=1, step=1, label="Step (← / → keys)", elem_id="decode-step", scale=3,
                              min_width=300)
-            with gr.Column(min_width=240):
+            with gr.Column(min_width=360, elem_id="decode-predict"):  # side by side (app.css): the row stays low
                 predict = gr.Checkbox(False, label="Predict, then reveal", elem_id="predict-mode")
                 reveal_btn = gr.Button("Reveal", elem_id="reveal", interactive=False)
         with gr.Row(elem_id="decode-top-row"):

@@ -37,7 +37,7 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
         with gr.Row(equal_height=True):
             scope = gr.Radio(heads_view.SCOPE_CHOICES, value="sentence", label="Statistics of", elem_id="heads-scope")
             stat = gr.Dropdown(heads_view.STAT_CHOICES, value="spread", label="Colour shows", elem_id="heads-stat")
-        with gr.Row():
+        with gr.Row(elem_id="heads-grid-row"):
             grid = gr.Plot(label="Layers × heads per kind: click a cell", elem_id=PAGE["cellGrid"], min_width=420)
             rules = gr.Markdown(elem_id="heads-rules")
         cell = click_box(PAGE["cellClick"])

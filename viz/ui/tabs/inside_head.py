@@ -39,9 +39,11 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             with gr.Column(scale=1, min_width=160):
                 take = gr.Button("Use the Why tab's scale factor", size="sm", elem_id="in-take-factor")
                 to_why = gr.Button("Why 1/√d_k? →", size="sm", elem_id="in-to-why")
-        query = gr.Radio([], label="Query token", elem_id="in-query")
+        with gr.Row(equal_height=True):  # the query and the view side by side: the figures start higher
+            query = gr.Radio([], label="Query token", elem_id="in-query", scale=3)
+            mode = gr.Radio(matrix_view.VIEWS, value=matrix_view.QUERY, label="View", elem_id="in-view", scale=1,
+                            min_width=300)
         note = gr.Markdown(elem_id="in-note")  # which head a click on a row of the mean's close-up opened
-        mode = gr.Radio(matrix_view.VIEWS, value=matrix_view.QUERY, label="View", elem_id="in-view")
 
         def plot(name: str) -> gr.Plot:
             return gr.Plot(label=inside_view.PLOT_LABELS[name], elem_id=f"in-{name}")

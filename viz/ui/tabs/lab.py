@@ -37,9 +37,10 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
                     "with one thing changed — the number of heads at constant compute (Table 3 A), no 1/√d_k "
                     "(footnote 4), additive attention — on the same data, vocabulary and budget.")
         how_to_read("lab")
-        gr.Markdown(lab.summary(shelf), elem_id="lab-summary")
+        # Table 3 (A) first: the tab's first figure whole on the first screen at 1280×720; what the lab finds under it
         table3a = gr.Plot(label="Table 3 (A): test BLEU against h = 8, every seed a point", elem_id="lab-table3a")
         table3a_note = gr.Markdown(elem_id="lab-table3a-note")
+        gr.Markdown(lab.summary(shelf), elem_id="lab-summary")
         gr.Markdown("### Footnote 4 in training")
         with gr.Row():
             kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)

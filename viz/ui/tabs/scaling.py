@@ -36,31 +36,37 @@ def build_scaling(page: Page) -> tuple[gr.Slider, gr.Button, gr.Button]:
         gr.Markdown(PAPER_QUOTE)
         how_to_read("scaling")
         first = {"log2_dk": 9, "n_keys": 16, "factor": 1, "seed": 0}  # the controls' first values
-        with gr.Row():
-            log2_dk = gr.Slider(0, 10, value=first["log2_dk"], step=1, label="log₂ d_k (d_k = 1 … 1024)",
-                                elem_id="log2-dk")
-            n_keys = gr.Slider(2, 64, value=first["n_keys"], step=1, label="number of keys", elem_id="n-keys")
+        # Sections 1 and 2 for the first values are drawn once, as the app is built (the same for every visitor):
+        # a page load runs no event for a tab it does not show.
+        variance = scaling.variance_checked(first["log2_dk"], first["seed"], device=device)
+        saturation = scaling.saturation_checked(first["log2_dk"], first["n_keys"], first["factor"], first["seed"],
+                                                device=device)
+        # One screen at 1280×720: the random vectors' controls beside part 1's figures (stacked on a phone)
+        with gr.Row(elem_id="scaling-first"):
+            with gr.Column(scale=0, min_width=260, elem_id="scaling-controls"):
+                log2_dk = gr.Slider(0, 10, value=first["log2_dk"], step=1, label="log₂ d_k (d_k = 1 … 1024)",
+                                    elem_id="log2-dk")
+                n_keys = gr.Slider(2, 64, value=first["n_keys"], step=1, label="number of keys (part 2)",
+                                   elem_id="n-keys")
+                seed = gr.Number(first["seed"], precision=0, label="seed", minimum=0, maximum=2**31 - 1,
+                                 elem_id="seed")
+            with gr.Column(scale=4, min_width=320):
+                gr.Markdown("### 1 · Dot products grow with d_k")
+                with gr.Row():
+                    var_plot = gr.Plot(plot_value(variance[0]), label="Variance of q·k", elem_id="variance")
+                    hist_plot = gr.Plot(plot_value(variance[1]), label="Distribution of q·k", elem_id="histogram")
+        var_text = gr.Markdown(variance[2])
+        gr.Markdown("### 2 · Large logits saturate the softmax and its gradient vanishes")
+        # the factor: parts 2 and 3 (part 1 measures q·k as it is), in words beside it, and two factors to set
+        with gr.Row(equal_height=True):
             factor = gr.Slider(0, 1, value=first["factor"], step=scaling.SLIDER_STEP, elem_id="scale-factor",
-                               label="× factor on every q·k of this tab (1 = no scaling)")
-            seed = gr.Number(first["seed"], precision=0, label="seed", minimum=0, maximum=2**31 - 1, elem_id="seed")
-        with gr.Row():  # the factor in words, and two factors to set (side by side on a projector, stacked on a phone)
+                               label="× factor on every q·k of this tab (1 = no scaling)", scale=2, min_width=280)
             with gr.Column(scale=4, min_width=320):
                 note = gr.Markdown(scaling.factor_note(page.runs.cfg, first["factor"], first["log2_dk"]),
                                    elem_id="factor-note")
             with gr.Column(scale=1, min_width=200):
                 own = gr.Button(f"the model's own: × 1/√{page.runs.cfg.d_k}", size="sm", elem_id="factor-own")
                 none = gr.Button("no scaling: × 1", size="sm", elem_id="factor-none")
-        # Sections 1 and 2 for the first values are drawn once, as the app is built (the same for every visitor):
-        # a page load runs no event for a tab it does not show.
-        variance = scaling.variance_checked(first["log2_dk"], first["seed"], device=device)
-        saturation = scaling.saturation_checked(first["log2_dk"], first["n_keys"], first["factor"], first["seed"],
-                                                device=device)
-        gr.Markdown("### 1 · Dot products grow with d_k")
-        with gr.Row():
-            var_plot = gr.Plot(plot_value(variance[0]), label="Variance of q·k", elem_id="variance")
-            hist_plot = gr.Plot(plot_value(variance[1]), label="Distribution of q·k", elem_id="histogram")
-        var_text = gr.Markdown(variance[2])
-        gr.Markdown("### 2 · Large logits saturate the softmax and its gradient vanishes")
         with gr.Row():
             weights_plot = gr.Plot(plot_value(saturation[0]), label="Softmax weights for one query",
                                    elem_id="softmax-weights")
