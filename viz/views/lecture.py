@@ -416,11 +416,9 @@ STOPS: tuple[Stop, ...] = (
          "1.00 (on “running”)."),
     Stop("Footnote 4 in training: the lab's h = 1 siblings", "lab", {"runs": "h1,h1-unscaled"},
          "Two models alike but for 1/√d_k: top, validation loss (marked: where they ended); second, the softmax's "
-         "own gradient; third, the gradient reaching W^Q (log scale). Unscaled, the scores are √d_k times larger: "
-         "the softmax saturates and its own gradient ‖diag(p) − p pᵀ‖ shrinks (footnote 4), yet ‖∇W^Q‖ starts "
-         "larger: the scores' derivative in W^Q is √d_k times larger too.",
-         "Footnote 4 predicts that one of the two gradient panels shrinks without 1/√d_k: which one, and why does "
-         "the other start larger?",
+         "own gradient ‖diag(p) − p pᵀ‖; third, the gradient reaching W^Q (log scale).",
+         "Footnote 4 predicts that one gradient panel shrinks without 1/√d_k: which one, and why does the other "
+         "start larger?",
          lab_pointer("h1", "h1-unscaled"),
          "h = 1, d_k = 192, at the last record (step 1575 of 1578): with 1/√d_k validation loss on the sample 1.82, "
          "best validation BLEU 34.4; without it validation loss on the sample 3.71 (the upper line), best validation "
