@@ -167,7 +167,7 @@ def generic(figure: Mapping, fallback: str = "Figure") -> Description | None:
         return None
     if table is None:
         table = _series_table(title, series, layout)
-    summary = "; ".join(said[:6]) + ("; …" if len(said) > 6 else "") + "."
+    summary = "; ".join(said[:6]) + ("; …" if len(said) > 6 else ".")  # (an ellipsis ends it alone)
     return Description(title, summary, table)
 
 
