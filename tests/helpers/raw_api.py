@@ -73,14 +73,19 @@ class RawClient:
                     raise
         raise AssertionError("unreachable")
 
-    def call(self, name: str, data: list) -> Answer:
-        body = json.dumps({"data": data, "session_hash": self.session_hash}).encode()  # NaN, Infinity allowed
-        for _ in range(30):  # "1 at a time per page": the previous call's slot may free a moment after its answer
-            status, answer = self.request("POST", f"/gradio_api/call/{name}", body,
-                                          {"Content-Type": "application/json"})
+    def post_until_placed(self, path: str, body: bytes, tries: int = 30) -> tuple[int, bytes]:
+        """POST ``body`` as JSON, again a second later while the app answers 429 (try again later)."""
+        for _ in range(tries):
+            status, answer = self.request("POST", path, body, {"Content-Type": "application/json"})
             if status != 429:
                 break
             time.sleep(1.0)
+        return status, answer
+
+    def call(self, name: str, data: list) -> Answer:
+        body = json.dumps({"data": data, "session_hash": self.session_hash}).encode()  # NaN, Infinity allowed
+        # "1 at a time per page": the previous call's slot may free a moment after its answer
+        status, answer = self.post_until_placed(f"/gradio_api/call/{name}", body)
         assert status == 200, (name, status, answer[:300])
         status, raw = self.request("GET", f"/gradio_api/call/{name}/{json.loads(answer)['event_id']}")
         assert status == 200, (name, status, raw[:300])
@@ -97,11 +102,8 @@ class RawClient:
         stream /gradio_api/queue/data): page-only events too."""
         body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": self.session_hash,
                            "event_data": None, "trigger_id": None}).encode()  # NaN, Infinity allowed
-        for _ in range(30):  # a full queue refuses the address holding the most (viz.ui.shares): 429, try again later
-            status, answer = self.request("POST", "/gradio_api/queue/join", body, {"Content-Type": "application/json"})
-            if status != 429:
-                break
-            time.sleep(1.0)
+        # a full queue refuses the address holding the most (viz.ui.shares): 429, try again later
+        status, answer = self.post_until_placed("/gradio_api/queue/join", body)
         assert status == 200, (fn_index, status, answer[:300])
         status, raw = self.request("GET", f"/gradio_api/queue/data?session_hash={self.session_hash}")
         assert status == 200, (fn_index, status, raw[:300])
