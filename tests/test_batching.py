@@ -3,6 +3,7 @@ translations equal)."""
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from model.network.inference import ASSETS, Translator
 from model.serving.batches import attention_requests, translate_requests
-from model.serving.batching import BatchedTranslator, BatchSettings, MicroBatcher
+from model.serving.batching import CROWD, CROWD_NICE, BatchedTranslator, BatchSettings, MicroBatcher
 from model.serving.worker import ROOT, ModelProcess, WorkerGone
 from model.terms import KINDS
 
@@ -230,6 +231,26 @@ def test_a_killed_model_process_is_replaced_and_nothing_is_lost(tiny, with_proce
     assert batched.process.ready(wait_s=LOAD_S)  # a new one
     assert_same_result(tiny.attention("a big dog."), batched.attention("a big dog."))  # in the new child
     assert batched.process.starts == 2 and batched.process.pid not in (None, first) and batched.batches_here == 0
+
+
+def test_a_crowds_calls_run_in_a_lane_of_their_own_at_a_lower_cpu_priority(tiny, with_process):
+    batched = with_process(tiny)
+    batched.start()
+    assert batched.main.process.ready(wait_s=LOAD_S) and batched.crowd.process.ready(wait_s=LOAD_S)
+    crowd = contextvars.copy_context()
+    crowd.run(CROWD.set, True)  # as the server sets it for a request of an address holding many
+    assert_same_result(tiny.attention("a dog runs."), crowd.run(batched.attention, "a dog runs."))
+    assert crowd.run(batched.translate, "a big dog.", 2) == tiny.translate("a big dog.", 2)
+    assert sum(batched.crowd.batcher.batch_sizes.values()) == 2 and not batched.main.batcher.batch_sizes
+    assert_same_result(tiny.attention("a red house."), batched.attention("a red house."))  # everyone else's
+    assert sum(batched.main.batcher.batch_sizes.values()) == 1 and batched.batches_here == 0
+    here = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, batched.main.process.pid) == here
+    assert os.getpriority(os.PRIO_PROCESS, batched.crowd.process.pid) == min(19, here + CROWD_NICE)
+    pids = batched.main.process.pid, batched.crowd.process.pid
+    batched.close()
+    for pid in pids:
+        assert_gone(pid)
 
 
 def test_a_stuck_model_process_is_stopped_and_its_batch_runs_here(tiny, with_process, capfd):

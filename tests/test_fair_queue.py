@@ -28,6 +28,7 @@ import pytest
 import model.serving.runs
 import viz.ui.limits as limits
 from model.probes.ablation import baseline_score, load_sample
+from model.serving.batching import CROWD
 from model.serving.runs import Runs
 from viz.ui import shares
 
@@ -213,6 +214,34 @@ def test_a_full_queue_takes_the_newest_place_of_the_address_holding_the_most(app
     for _status, answer, _ in [first, *accepted[:-1]]:
         assert hall.read("translate", answer["event_id"])[0] == "complete"
     assert started[:2] == [f"{SENTENCE} 0", "a red house."]  # the visitor's turn came before the hall's next
+
+
+def test_a_lone_visitor_starts_beside_a_crowd_and_runs_in_the_other_lane(app, monkeypatch):
+    lanes, release = {}, threading.Event()
+    translate = Runs.translate
+
+    def held(self, text, beam):
+        lanes[text] = CROWD.get()  # the lane the server set for this request's model work
+        assert release.wait(300), "never released"
+        return translate(self, text, beam)
+
+    monkeypatch.setattr(Runs, "translate", held)
+    queue = _translations_queue(app, monkeypatch, limit=2)
+    monkeypatch.setattr(shares, "CROWD", 1)  # an address holding more than one request is a crowd
+    hall, visitor = Visitor(app.url, "192.0.2.30"), Visitor(app.url, "192.0.2.31")
+    posted = [hall.post("translate", [f"{SENTENCE} {i}", 2]) for i in range(8)]
+    assert [status for status, _, _ in posted] == [200] * 8
+    _wait_for(lambda: len(lanes) == 2)  # the queue's limit; the rest wait (a crowd gets no worker beyond it)
+    mine = visitor.post("translate", ["a red house.", 2])
+    assert mine[0] == 200
+    _wait_for(lambda: "a red house." in lanes)  # started at once, beyond the limit, while the hall's wait
+    fn = next(f for f in app.demo.fns.values() if f.api_name == "translate")
+    assert len(lanes) == 3 and queue.event_queue_per_concurrency_id[fn.concurrency_id].current_concurrency == 3
+    release.set()
+    assert visitor.read("translate", mine[1]["event_id"])[0] == "complete"
+    for _status, answer, _ in posted:
+        assert hall.read("translate", answer["event_id"])[0] == "complete"
+    assert lanes["a red house."] is False and lanes[f"{SENTENCE} 7"] is True  # the hall's last: the crowd's lane
 
 
 def test_a_page_holds_one_heavy_request_at_a_time(app, held_ablations):

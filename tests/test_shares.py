@@ -141,6 +141,19 @@ def test_nothing_waiting_is_an_error():
 
 
 # ------------------------------------------------------------------------------------------------ messages
+# -------------------------------------------------------------------------------------------------- lanes
+def test_an_address_holding_more_than_a_page_loads_worth_is_a_crowd():
+    assert not shares.crowd(shares.CROWD) and shares.crowd(shares.CROWD + 1)
+    assert shares.CROWD >= 9  # a page load sends ~9 requests at once: a lone visitor's is no crowd
+
+
+def test_a_full_queue_may_start_the_oldest_request_of_an_address_that_is_no_crowd():
+    waiting = claims("hall", 20) + claims("visitor", 2) + claims("other", 1)
+    holding = Counter({"hall": 52, "visitor": 2, "other": 1})
+    assert shares.quick_pick(waiting, holding) == 20  # the visitor's oldest, though the hall's came first
+    assert shares.quick_pick(claims("hall", 5), Counter({"hall": 52})) is None  # only a crowd waits: it waits
+
+
 def test_a_refusal_says_why_and_when_to_try_again():
     busy = shares.queue_full(holding=200, places=256, retry_s=2.2, yielded=False)
     assert busy.retry_s == 3

@@ -25,6 +25,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,49 +142,21 @@ class MicroBatcher:
                     future.set_result(result)
 
 
-class BatchedTranslator:
-    """``Translator.attention`` and ``.translate`` (same arguments), with concurrent calls decoded together.
+# A crowd's requests (an address holding many: a lecture hall, a flood) run in a lane of their own, at a lower CPU
+# priority, so that everyone else's do not wait behind a hall's batch of 32 (the server sets it per request:
+# viz.ui.limits, viz.ui.shares "Lanes"; threads started for the request inherit it).
+CROWD: ContextVar[bool] = ContextVar("attn_crowd", default=False)
+CROWD_NICE = 10  # the crowd lane's model process: the scheduler gives the other lane's the CPU first
 
-    A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path. With
-    ``process``, the batches run in a child process (``model.serving.worker``: the decoding loop then never waits for
-    the server's Python) once it has loaded the model (before, here: a cold start does not wait for it); if that
-    process fails, the batch runs here and the next one starts a new process.
-    """
 
-    def __init__(self, translator: Translator, max_batch_size: int = 32, max_wait_s: float = 0.0,
-                 process: bool = False):
+class Lane:
+    """One micro-batcher and the model process its batches run in (``process``: else they run here)."""
+
+    def __init__(self, translator: Translator, max_batch_size: int, max_wait_s: float, process: bool, nice: int = 0):
         self.translator = translator
         self.batcher = MicroBatcher(self._run, max_batch_size, max_wait_s)
-        # process: the batches run in a child process with its own copy of the model (model.serving.worker). It lives as
-        # long as the server (its pipe closes when the server's process ends), or until close().
-        self.process = ModelProcess(translator.folder, str(translator.device)) if process else None
+        self.process = ModelProcess(translator.folder, str(translator.device), nice=nice) if process else None
         self.batches_here = 0  # batches run in this process (all of them without a model process)
-
-    def attention(self, text: str, target: str | None = None, scale: float | None = None,
-                  head_mask=None) -> AttentionResult:
-        if head_mask is not None:
-            return self.translator.attention(text, target, scale, head_mask)
-        return self.batcher.submit(("attention", scale), (text, target))
-
-    def attention_rows(self, requests: list[tuple[str, str | None, float | None]]) -> list[AttentionResult]:
-        """``Translator.attention(text, target, scale)`` for each (text, target, scale), decoded as one batch with a
-        scale per row (``model.serving.batches.attention_rows``)."""
-        return self.batcher.submit_all(("attention_rows",), list(requests))
-
-    def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
-        if head_mask is not None:
-            return self.translator.translate(text, beam, scale, head_mask)
-        return self.batcher.submit(("translate", beam, scale), text)
-
-    def start(self) -> None:
-        """Start the model process now (the app does at launch: it loads while Gradio starts), if there is one."""
-        if self.process is not None:
-            self.process.start()
-
-    def close(self) -> None:
-        """End the model process for good (later batches run here)."""
-        if self.process is not None:
-            self.process.close()
 
     def _run(self, group: tuple, items: list) -> list:
         if self.process is not None and not self.process.closed:
@@ -199,3 +172,67 @@ class BatchedTranslator:
         self.batches_here += 1
         return run_batch(self.translator, group, items)
 
+
+class BatchedTranslator:
+    """``Translator.attention`` and ``.translate`` (same arguments), with concurrent calls decoded together.
+
+    A call with a ``head_mask`` (ablation) runs alone; a batch of one takes ``Translator``'s own path. With
+    ``process``, the batches run in a child process (``model.serving.worker``: the decoding loop then never waits for
+    the server's Python) once it has loaded the model (before, here: a cold start does not wait for it); if that
+    process fails, the batch runs here and the next one starts a new process. Two lanes, each its own batcher and
+    process: ``main``, and ``crowd`` for calls made where ``CROWD`` is set (its process niced by ``CROWD_NICE``).
+    """
+
+    def __init__(self, translator: Translator, max_batch_size: int = 32, max_wait_s: float = 0.0,
+                 process: bool = False):
+        self.translator = translator
+        # process: each lane's batches run in a child process with its own copy of the model (model.serving.worker).
+        # It lives as long as the server (its pipe closes when the server's process ends), or until close().
+        self.main = Lane(translator, max_batch_size, max_wait_s, process)
+        self.crowd = Lane(translator, max_batch_size, max_wait_s, process, nice=CROWD_NICE)
+
+    @property
+    def batcher(self) -> MicroBatcher:
+        """The main lane's batcher."""
+        return self.main.batcher
+
+    @property
+    def process(self) -> ModelProcess | None:
+        """The main lane's model process."""
+        return self.main.process
+
+    @property
+    def batches_here(self) -> int:
+        """Batches run in the server's process, both lanes."""
+        return self.main.batches_here + self.crowd.batches_here
+
+    def _lane(self) -> MicroBatcher:
+        return (self.crowd if CROWD.get() else self.main).batcher
+
+    def attention(self, text: str, target: str | None = None, scale: float | None = None,
+                  head_mask=None) -> AttentionResult:
+        if head_mask is not None:
+            return self.translator.attention(text, target, scale, head_mask)
+        return self._lane().submit(("attention", scale), (text, target))
+
+    def attention_rows(self, requests: list[tuple[str, str | None, float | None]]) -> list[AttentionResult]:
+        """``Translator.attention(text, target, scale)`` for each (text, target, scale), decoded as one batch with a
+        scale per row (``model.serving.batches.attention_rows``)."""
+        return self._lane().submit_all(("attention_rows",), list(requests))
+
+    def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
+        if head_mask is not None:
+            return self.translator.translate(text, beam, scale, head_mask)
+        return self._lane().submit(("translate", beam, scale), text)
+
+    def start(self) -> None:
+        """Start the lanes' model processes now (the app does at launch: they load while Gradio starts), if any."""
+        for lane in (self.main, self.crowd):
+            if lane.process is not None:
+                lane.process.start()
+
+    def close(self) -> None:
+        """End the model processes for good (later batches run here)."""
+        for lane in (self.main, self.crowd):
+            if lane.process is not None:
+                lane.process.close()

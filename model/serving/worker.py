@@ -49,9 +49,9 @@ class ModelProcess:
     MAX_LOAD_FAILURES = 3
 
     def __init__(self, folder: str | Path, device: str = "cpu", threads: int = 1, timeout_s: float = 120.0,
-                 load_timeout_s: float = 120.0):
+                 load_timeout_s: float = 120.0, nice: int = 0):
         self.folder = Path(folder).resolve()  # the child runs in the repository's folder
-        self.device, self.threads = str(device), threads
+        self.device, self.threads, self.nice = str(device), threads, nice  # nice: the child's added niceness
         self.timeout_s, self.load_timeout_s = timeout_s, load_timeout_s
         self._proc: subprocess.Popen | None = None
         self._send: Connection | None = None
@@ -88,7 +88,7 @@ class ModelProcess:
             try:
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "model.serving.worker", "--model", str(self.folder), "--device", self.device,
-                     "--threads", str(self.threads), "--fds", f"{to_child_r},{from_child_w}"],
+                     "--threads", str(self.threads), "--nice", str(self.nice), "--fds", f"{to_child_r},{from_child_w}"],
                     pass_fds=(to_child_r, from_child_w), env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
                     start_new_session=True)  # Ctrl-C in the terminal stops the app; the child then sees EOF
             except OSError as exc:
@@ -194,9 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--nice", type=int, default=0, help="added to this process's niceness (lower CPU priority)")
     parser.add_argument("--fds", required=True, help="read,write: the pipes to the parent")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
+    if args.nice > 0:
+        os.nice(args.nice)
     read_fd, write_fd = (int(fd) for fd in args.fds.split(","))
     recv, send = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     try:

@@ -11,6 +11,9 @@ model/serving/README.md, "Fair shares".
   (``evict``). Heavy work (``shares.HEAVY``) has its bounds per page and places of its own, alike.
 - **Turns** (``FairQueue.get_events``): within each queue the next request to start is the one ``shares.next_up``
   picks — addresses in turn, sessions in turn within an address — moved to the front before Gradio's own pick.
+- **Lanes** (``FairQueue.get_events``, ``FairQueue.process_events``): where a queue's workers are all taken, a
+  request of an address that is not a crowd still starts (``shares.quick_pick``, up to ``shares.QUICK_WORKERS`` more);
+  a crowd's request runs its model work in the crowd's lane (``model.serving.batching.CROWD``).
 - **Unread answers** (``FairQueue.send_message``, ``FairQueue.sweep``): an answer ready and not yet read holds one
   of ``shares.UNREAD_PLACES``; past them, the address holding the most loses its oldest; an answer still unread
   ``shares.UNREAD_S`` seconds after it was ready is dropped too. A dropped answer is replaced by a short error saying
@@ -39,6 +42,7 @@ from fastapi import HTTPException
 from gradio import route_utils
 from gradio.server_messages import ProcessCompletedMessage
 
+from model.serving.batching import CROWD
 from viz.ui import shares
 from viz.ui.logs import log_line
 from viz.ui.shares import Busy, Claim
@@ -171,24 +175,51 @@ class FairQueue(_GradioQueue):
     # ------------------------------------------------------------------------------ turns
     def get_events(self):
         """Gradio's pick (the first request of a queue with a free place), after each such queue's next request
-        (``shares.next_up``) has been moved to its front."""
+        (``shares.next_up``) has been moved to its front; else, where a queue's workers are all taken, a request of an
+        address that is not a crowd (``shares.quick_pick``). Each request picked learns its lane (``attn_crowd``)."""
         running: Counter = Counter()
+        holding: Counter = Counter()  # requests waiting or running, by address
         for job in self.active_jobs:
             for event in job or ():
                 running["address", visitor(event.request)] += 1
                 running["session", event.session_hash] += 1
+                holding[visitor(event.request)] += 1
         for queue in self.event_queue_per_concurrency_id.values():
+            holding.update(claim(e).address for e in queue.queue)
             free = queue.concurrency_limit is None or queue.current_concurrency < queue.concurrency_limit
             if free and len(queue.queue) > 1:
                 i = shares.next_up(queue.concurrency_id, [claim(e) for e in queue.queue], running, self.turns)
                 if i:
                     queue.queue.insert(0, queue.queue.pop(i))
-        picked = super().get_events()
+        picked = super().get_events() or self._quick_pick(holding)
         if picked:
             now = time.monotonic()
             for event in picked[0]:
                 self.turns.served(picked[2], claim(event), now)
+                event.attn_crowd = shares.crowd(holding[claim(event).address])
         return picked
+
+    def _quick_pick(self, holding: Counter):
+        """The oldest request of an address that is not a crowd, from a queue whose workers are all taken, up to
+        ``shares.QUICK_WORKERS`` beyond its limit (not for heavy work, nor a queue that runs one at a time)."""
+        for queue in self.event_queue_per_concurrency_id.values():
+            limit = queue.concurrency_limit or 0
+            if (queue.concurrency_id in shares.HEAVY or limit < 2 or not queue.queue
+                    or queue.current_concurrency >= limit + shares.QUICK_WORKERS or queue.queue[0].fn.batch):
+                continue
+            i = shares.quick_pick([claim(e) for e in queue.queue], holding)
+            if i is not None:
+                return [queue.queue.pop(i)], False, queue.concurrency_id
+        return None
+
+    async def process_events(self, events, batch, begin_time, fn) -> None:
+        """Gradio's, with the model's lane set for the request's work (``model.serving.batching.CROWD``: the worker
+        threads it starts inherit it)."""
+        lane = CROWD.set(any(getattr(e, "attn_crowd", False) for e in events))
+        try:
+            await super().process_events(events, batch, begin_time, fn)
+        finally:
+            CROWD.reset(lane)
 
     # ------------------------------------------------------------------------------ unread answers
     def send_message(self, event, event_message) -> None:

@@ -18,6 +18,11 @@ requests, it never earns an address more.
 - **Heavy work** (``HEAVY``): a head ablation or a lab sibling's run takes seconds of CPU: at most ``per_session``
   of a kind waiting or running per page; ablations also have ``places`` of their own, shared by the same rule (a lab
   run has not: a lecture stop opens the Lab tab for a whole hall at once).
+- **Lanes** (``crowd``, ``quick_pick``): an address holding more than ``CROWD`` requests (waiting and running) is a
+  crowd — a lecture hall, a flood. Its model work runs in a lane of its own, the crowd's, at a lower CPU priority
+  (``model.serving.batching``), and everyone else's in the other: a lone visitor's sentence does not wait for a
+  hall's batch of 32. A queue whose workers are all taken still starts the oldest request of an address that is not
+  a crowd, up to ``QUICK_WORKERS`` more: a lone visitor does not wait for a worker either.
 - **Unread answers**: an answer counts against its visitor until it is read: at most ``UNREAD_PLACES`` for everyone
   (memory: each may be an 11 MB /attention answer), shared by the same rule, its oldest first, among those ready
   ``UNREAD_GRACE_S`` ago or more (younger ones are still on their way to a reader); none is kept longer than
@@ -36,6 +41,8 @@ PLACES = 256  # waiting requests, everyone together (app.launch makes it the que
 UNREAD_PLACES = 64  # answers ready and not yet read, everyone together
 UNREAD_S = 30.0  # an answer not read this long after it was ready is dropped
 UNREAD_GRACE_S = 5.0  # younger answers are on their way to their readers (a busy server sends a page's in seconds)
+CROWD = 12  # an address holding more requests than this is a crowd (a page load sends ~9; a hall, hundreds)
+QUICK_WORKERS = 4  # a queue's workers beyond its limit, for requests of addresses that are not a crowd
 TURNS_KEPT = 4096  # addresses and sessions whose last turn is remembered (the least recent are forgotten first)
 
 
@@ -154,6 +161,17 @@ def next_up(queue: str, waiting: Sequence[Claim], running: Counter, turns: Turns
         if c.address == address:
             sessions.setdefault(c.session, i)
     return min(sessions.values(), key=lambda i: (*turn("session", waiting[i].session), i))
+
+
+def crowd(holding: int) -> bool:
+    """Whether an address holding ``holding`` requests (waiting and running, every queue) is a crowd."""
+    return holding > CROWD
+
+
+def quick_pick(waiting: Sequence[Claim], holding: Counter) -> int | None:
+    """The index in ``waiting`` (oldest first) of the oldest request of an address that is not a crowd (``holding``:
+    requests waiting and running by address), or None: what a queue with its workers all taken may start still."""
+    return next((i for i, c in enumerate(waiting) if not crowd(holding[c.address])), None)
 
 
 # ----------------------------------------------------------------------------------------------- messages
