@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from model.network.inference import ASSETS, Translator
+from model.probes.ablation import head_mask, parse_heads
 from model.serving.batches import attention_requests, translate_requests
 from model.serving.batching import CROWD, CROWD_NICE, BatchedTranslator, BatchSettings, MicroBatcher
 from model.serving.worker import ROOT, ModelProcess, WorkerGone
@@ -251,6 +252,17 @@ def test_a_crowds_calls_run_in_a_lane_of_their_own_at_a_lower_cpu_priority(tiny,
     batched.close()
     for pid in pids:
         assert_gone(pid)
+
+
+def test_the_ablations_sample_decodes_in_the_crowd_lane_as_it_would_here(tiny, with_process):
+    batched = with_process(tiny)
+    sample = [tiny.token_ids(s) for s in ("a dog runs.", "two men play football in a park.", "a girl.")]
+    mask = head_mask(parse_heads(["cross:1:1", "encoder_self:2:2"], tiny.cfg.n_layers, tiny.cfg.n_heads),
+                     tiny.cfg.n_layers, tiny.cfg.n_heads)
+    for heads_off in (mask, None):
+        assert batched.translate_ids(sample, beam=1, head_mask=heads_off) == tiny.translate_batch(
+            sample, beam=1, head_mask=heads_off)
+    assert sum(batched.crowd.batcher.batch_sizes.values()) == 2 and not batched.main.batcher.batch_sizes
 
 
 def test_a_stuck_model_process_is_stopped_and_its_batch_runs_here(tiny, with_process, capfd):

@@ -34,6 +34,8 @@ SAMPLE_STATS_FILE = SAMPLE_DIR.parent / "head_stats_sample.json"  # the same com
 BATCH_SIZE = 50  # measured on 2 cores: 25, 50, 100, 200 per batch decode the 200 sentences in 10.1, 6.8, 8.8, 8.4 s
 HEAD_FORMAT = "kind:layer:head"
 Progress = Callable[[float, str], object]
+# (padded batch of token-id lists, beam=, head_mask=) -> its translations: who decodes the sample
+Decode = Callable[..., list[str]]
 
 
 # ------------------------------------------------------------------------------------------------ head names
@@ -171,8 +173,11 @@ def score_sample(
     mask: np.ndarray | None = None,
     progress: Progress | None = None,
     batch_size: int = BATCH_SIZE,
+    decode: Decode | None = None,
 ) -> SampleScore:
-    """Greedy translations of the sample (shortest first, padded batches) with ``mask``, scored."""
+    """Greedy translations of the sample (shortest first, padded batches) with ``mask``, scored. ``decode``: who
+    translates each padded batch (default ``translator.translate_batch``; the app's: its crowd lane)."""
+    decode = decode or translator.translate_batch
     ids = [translator.token_ids(s) for s in sample.sources]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     hyps = [""] * len(ids)
@@ -180,7 +185,7 @@ def score_sample(
         if progress is not None:
             progress(start / len(order), f"translating the sample: {start} of {len(order)} sentences")
         idx = order[start : start + batch_size]
-        for i, hyp in zip(idx, translator.translate_batch([ids[i] for i in idx], beam=1, head_mask=mask)):
+        for i, hyp in zip(idx, decode([ids[i] for i in idx], beam=1, head_mask=mask)):
             hyps[i] = hyp
     if progress is not None:
         progress(1.0, f"translated {len(order)} sentences")
@@ -191,12 +196,13 @@ _BASELINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> 
 _BASELINE_LOCK = threading.Lock()
 
 
-def baseline_score(translator: Translator, sample: Sample, progress: Progress | None = None) -> SampleScore:
-    """The sample's score with every head on, computed once per model and sample."""
+def baseline_score(translator: Translator, sample: Sample, progress: Progress | None = None,
+                   decode: Decode | None = None) -> SampleScore:
+    """The sample's score with every head on, computed once per model and sample (``decode``: ``score_sample``)."""
     with _BASELINE_LOCK:  # concurrent first callers wait for one run instead of each decoding the sample
         per_model = _BASELINES.setdefault(translator.model, {})
         if sample not in per_model:
-            per_model[sample] = score_sample(translator, sample, None, progress)
+            per_model[sample] = score_sample(translator, sample, None, progress, decode=decode)
         return per_model[sample]
 
 
@@ -233,12 +239,14 @@ class AblationResult:
         }
 
 
-def sample_scores(translator: Translator, sample: Sample, mask: np.ndarray | None,
-                  progress: Progress | None = None) -> tuple[SampleScore, SampleScore, str]:
+def sample_scores(translator: Translator, sample: Sample, mask: np.ndarray | None, progress: Progress | None = None,
+                  decode: Decode | None = None) -> tuple[SampleScore, SampleScore, str]:
     """The sample's score with every head on (computed once per model and sample) and with ``mask``'s heads off; no
-    note (``Scores``)."""
-    before = baseline_score(translator, sample, _part(progress, 0.0, 0.5 if mask is not None else 1.0, "every head"))
-    after = before if mask is None else score_sample(translator, sample, mask, _part(progress, 0.5, 1.0, "heads off"))
+    note (``Scores``; ``decode``: ``score_sample``)."""
+    before = baseline_score(translator, sample, _part(progress, 0.0, 0.5 if mask is not None else 1.0, "every head"),
+                            decode)
+    after = before if mask is None else score_sample(translator, sample, mask, _part(progress, 0.5, 1.0, "heads off"),
+                                                     decode=decode)
     return before, after, ""
 
 
@@ -253,11 +261,13 @@ def ablate(
     sample: Sample | None = None,
     progress: Progress | None = None,
     scores: Scores | None = None,
+    decode: Decode | None = None,
 ) -> AblationResult:
     """``text`` translated (greedy) and its maps with ``heads_off`` switched off for this call, and the sample's
     BLEU/chrF with every head on (cached) and with those heads off. ``progress(fraction, message)`` is called
     as the sample is decoded (``gr.Progress`` fits). Bad head names or text raise ValueError. ``scores``: who scores
-    the sample (default ``sample_scores`` on ``translator``; on ZeroGPU, ``model.serving.zerogpu.LentGPU.scores``)."""
+    the sample (default ``sample_scores`` on ``translator``, its batches decoded by ``decode``: ``score_sample``; on
+    ZeroGPU, ``model.serving.zerogpu.LentGPU.scores``)."""
     cfg = translator.cfg
     heads = parse_heads(heads_off, cfg.n_layers, cfg.n_heads)
     mask = head_mask(heads, cfg.n_layers, cfg.n_heads)
@@ -265,7 +275,7 @@ def ablate(
     before_text = result.translation if mask is None else translator.translate(text, beam=1)
     if scores is None:
         sample = sample or load_sample()
-        before, after, note = sample_scores(translator, sample, mask, progress)
+        before, after, note = sample_scores(translator, sample, mask, progress, decode)
     else:
         before, after, note = scores(mask, progress)
     return AblationResult([head_name(*h) for h in heads], before_text, result, before, after, note)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from model.network.inference import AttentionResult, Translator
 
 
@@ -18,8 +20,11 @@ def run_batch(translator: Translator, group: tuple, items: list) -> list:
     """One batch of ``BatchedTranslator``: ``group`` = ("attention", scale) with (text, target) items,
     ("attention_rows",) with (text, target, scale) items (a scale per row: ``attention_rows``), or
     ("translate", beam, scale) with texts; one result or ValueError per item. A batch of one takes
-    ``Translator``'s own path (exactly the unbatched call)."""
+    ``Translator``'s own path (exactly the unbatched call). ("translate_ids", beam, mask_key(head_mask)): each item
+    a probe's own padded batch of token-id lists (the ablation's sample), translated as it is."""
     kind, *args = group
+    if kind == "translate_ids":
+        return [translator.translate_batch(ids, beam=args[0], head_mask=head_mask(args[1])) for ids in items]
     if kind == "attention_rows":
         return attention_rows(translator, items)
     if len(items) == 1:
@@ -32,6 +37,22 @@ def run_batch(translator: Translator, group: tuple, items: list) -> list:
     if kind == "attention":
         return attention_requests(translator, items, scale=args[0])
     return translate_requests(translator, items, beam=args[0], scale=args[1])
+
+
+def mask_key(mask) -> tuple | None:
+    """A head mask (an array, or None) as a batch's group can hold it (hashable, compared by value, picklable)."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    return mask.shape, str(mask.dtype), mask.tobytes()
+
+
+def head_mask(key: tuple | None):
+    """The head mask ``mask_key`` made ``key`` from."""
+    if key is None:
+        return None
+    shape, dtype, raw = key
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
 def attention_requests(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from model.network.inference import AttentionResult, Translator
-from model.serving.batches import run_batch
+from model.serving.batches import mask_key, run_batch
 from model.serving.worker import ModelProcess, WorkerGone
 
 
@@ -224,6 +224,11 @@ class BatchedTranslator:
         if head_mask is not None:
             return self.translator.translate(text, beam, scale, head_mask)
         return self._lane().submit(("translate", beam, scale), text)
+
+    def translate_ids(self, batch_ids: list[list[int]], beam: int = 1, head_mask=None) -> list[str]:
+        """``Translator.translate_batch(batch_ids, beam, head_mask=head_mask)``: heavy work (the ablation's sample,
+        seconds of CPU), in the crowd's lane whoever asks, so that it never slows everyone else's sentences."""
+        return self.crowd.batcher.submit(("translate_ids", beam, mask_key(head_mask)), batch_ids)
 
     def start(self) -> None:
         """Start the lanes' model processes now (the app does at launch: they load while Gradio starts), if any."""

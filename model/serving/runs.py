@@ -292,9 +292,12 @@ class Runs:
         return layer_inputs(self.translator, sentence, kind)
 
     def _ablate(self, text: str, names: list[str], progress) -> AblationResult:
-        """The sentence here; the sample here too, or on a lent GPU (``LentGPU.scores``, on the CPU if refused)."""
+        """The sentence here; the sample on a lent GPU (``LentGPU.scores``, on the CPU if refused), else in the model's
+        crowd lane (``BatchedTranslator.translate_ids``: seconds of CPU at a low priority, not in the server's process),
+        else here."""
         scores = None if self.lent is None else self.lent.scores
-        return ablate(self.translator, text, names, self.sample, progress=progress, scores=scores)
+        decode = None if self.batched is None else self.batched.translate_ids
+        return ablate(self.translator, text, names, self.sample, progress=progress, scores=scores, decode=decode)
 
     def _sample_stats(self) -> HeadStats:
         return sample_head_stats(self.translator)
