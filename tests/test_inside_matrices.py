@@ -212,6 +212,8 @@ def test_the_tab_draws_one_view_and_leaves_the_other(translator):
     assert out[-2] == Update(visible=False) and out[-1] == Update(visible=True)
     boxes = [s for s in view.scores["layout"]["shapes"] if s.get("y0") == 2.5]  # query 3 outlined
     assert boxes
+    again = mv.show(inside, matrices, translator.cfg, result, "matrix", "cross", 2, "1", 3, "")  # a hall's next page
+    assert again is out and len(calls) == 1  # the view kept, not drawn again (viz.views.memo)
     out = mv.show(inside, matrices, translator.cfg, result, "query", "cross", 2, 1, 3, "0.5")
     assert calls[-1] == ("query", ("cross", 2, 1, 3, 0.5)) and all(o is SKIP for o in out[8:15])
     assert out[-2] == Update(visible=True) and out[-1] == Update(visible=False)

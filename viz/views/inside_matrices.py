@@ -33,6 +33,7 @@ from viz.views.inside_head import (
     row_from_click,
     take_over,
 )
+from viz.views.memo import ViewMemo
 from viz.views.outputs import SKIP, Figure, Update, changes, finish_figure, open_tab, skipped
 from viz.vocab import KIND_LABELS, MEAN
 
@@ -118,6 +119,9 @@ def matrix_table(hm: HeadMatrices) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the tab's listener
+SHOWN = ViewMemo()  # a lecture hall opening one stop asks for the same view a hundred times (viz.views.memo)
+
+
 def show(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: AttentionResult | None, mode,
          kind, layer, head, query, factor_text="") -> tuple:
     """The tab's draw: the one-query outputs, the whole-matrix outputs (the hidden view's left as they are), and each
@@ -128,13 +132,17 @@ def show(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: A
     kind, layer, head = check_view(cfg, kind, layer, head)
     query = check_query(query, result.tokens(kind)[0])
     factor = factor_from_text(factor_text)
-    if mode == QUERY:
-        one = tuple(inside_head_view(inside(result, kind, layer, head, query, factor)))
-        many = skipped(N_MATRIX_OUTPUTS)
-    else:
-        one = skipped(N_QUERY_OUTPUTS)
-        many = tuple(matrix_view(matrices(result, kind, layer, head, factor), query))
-    return (*one, *many, Update(visible=mode == QUERY), Update(visible=mode == MATRIX))
+
+    def draw() -> tuple:
+        if mode == QUERY:
+            one = tuple(inside_head_view(inside(result, kind, layer, head, query, factor)))
+            many = skipped(N_MATRIX_OUTPUTS)
+        else:
+            one = skipped(N_QUERY_OUTPUTS)
+            many = tuple(matrix_view(matrices(result, kind, layer, head, factor), query))
+        return (*one, *many, Update(visible=mode == QUERY), Update(visible=mode == MATRIX))
+
+    return SHOWN(result, (inside, matrices, mode, kind, layer, head, query, factor), draw)
 
 
 def query_figures(view: tuple) -> dict[str, Figure]:
