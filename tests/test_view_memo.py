@@ -24,6 +24,10 @@ def test_the_same_run_and_choices_get_the_answer_drawn_once():
     assert memo(Run(), ("cross", 1), draw("d")) == "d"  # another run: drawn
     assert len(memo) == 2 and drawn == ["a", "c", "d"]  # the oldest went (size 2)
     assert memo(run, ("cross", 1), draw("e")) == "e"
+    del run
+    gc.collect()
+    memo(Run(), "other", draw("f"))
+    assert len(memo) == 1  # the answers of a run that is gone went with it
 
 
 def test_an_answer_is_never_given_for_another_run_with_the_same_id():

@@ -7,7 +7,7 @@ keeps a view's last ``size`` answers by the sentence's run (the cached ``Attenti
 answer is never given for another run that happens to reuse its id) and the view's other choices. Views are pure
 functions of those, and their answers are only read afterwards (``viz.ui.wiring`` turns them into Gradio values
 anew for each request), so one answer serves every request that asks for it. Bounded by count: a view's answer is
-its figures' JSON, well under a megabyte.
+its figures' JSON, well under a megabyte; the answers of a run that has left the cache go at the next new one.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class ViewMemo:
                 return kept[1]
         answer = draw()  # (outside the lock: two first requests may both draw; the answers are equal)
         with self._lock:
+            for gone in [s for s, (ref, _) in self._answers.items() if ref() is None]:
+                del self._answers[gone]  # its run left the cache: its answer goes too
             self._answers[slot] = (weakref.ref(result), answer)
             self._answers.move_to_end(slot)
             while len(self._answers) > self.size:

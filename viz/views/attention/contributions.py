@@ -11,6 +11,7 @@ weights: the app keeps the session's choice in a gr.State, which the API does no
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -49,9 +50,11 @@ def measured(contributions: Contributions, result: AttentionResult, kind: str, m
 
 
 def relabel(figure: Figure | None, measure: str) -> Figure | None:
-    """A drawn heatmap of contributions says so: colour bar title, hover word, title, file name."""
+    """A drawn heatmap of contributions says so: colour bar title, hover word, title, file name (on a copy: a drawn
+    figure may be kept for the next request, ``viz.views.memo``)."""
     if figure is None or measure == WEIGHTS:
         return figure
+    figure = copy.deepcopy(figure)
     for trace in figure["data"]:
         if trace.get("type") == "heatmap":
             trace["colorbar"]["title"]["text"] = VALUE_NAME[measure]

@@ -21,6 +21,7 @@ from viz.views.attention.context import DECODER_KINDS, export_title, next_tokens
 from viz.views.attention.focus import NO_FOCUS, Focus, check_focus, focus_map, thin_ticks
 from viz.views.exports import ExportFolder
 from viz.views.inputs import check_beam, check_head, check_kind, check_layer, check_scale, check_text  # noqa: F401
+from viz.views.memo import ViewMemo
 from viz.views.outputs import SKIP, Figure, Update, finish_figure
 from viz.vocab import AXIS_LABELS, GERMAN_SIDES, KIND_LABELS, MEAN
 
@@ -129,8 +130,16 @@ def views(cfg: TransformerConfig, result: AttentionResult | None, kind: str, lay
     ``first``, ``last``, ``hide_special``: the close-up's focus (``viz.views.attention.focus``)."""
     if result is None:
         return None, None
-    detail = detail_plot(cfg, result, kind, layer, head, present, colour, first, last, hide_special)
-    return overview_plot(result, kind, present is True), detail
+
+    def draw() -> tuple[Figure, Figure]:
+        detail = detail_plot(cfg, result, kind, layer, head, present, colour, first, last, hide_special)
+        return overview_plot(result, kind, present is True), detail
+
+    # a class running the slide's sentences asks for the same figures of one run hundreds of times (viz.views.memo)
+    return VIEWS(result, (kind, layer, head, present, colour, first, last, hide_special), draw)
+
+
+VIEWS = ViewMemo()
 
 
 def status_text(result: AttentionResult, device_label: str) -> str:
