@@ -40,18 +40,17 @@ TICK_LANGS = """(id) => { const ticks = (axis) => [...new Set([...document.query
     .map((t) => t.getAttribute('lang')))]; return {y: ticks('y'), x: ticks('x')}; }"""
 # (tab name, its main figure's Plot id) for every tab with a figure
 TABS = [("Attention", "overview"), ("Decoding, step by step", "decode-top5"), ("Why 1/√d_k", "variance"),
-        ("Inside a head", "in-scores"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
+        ("Inside a head", "in-projections"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
         ("Lab", "lab-curves")]
 
 
 # The most Tab presses from each tab's first control (its skip link, whose Enter is the one-press way) to its main
-# figure, with Tab alone. The goal is 5; four tabs are over it by the controls drawn before their figure, each a single
-# stop (a slider, a radio group, a group of check boxes): the Attention tab's sentence, translation, run, examples,
-# link, presentation mode, kind, layer, head, colours and focus; Why's three sliders, seed and two factor buttons;
-# Inside a head's kind, layer, head, factor, its two buttons, query and view, and panel (a)'s table button; the Lab's
-# summary table, Table 3 (A)'s figure, kind, layer and runs
-MOST_TABS = {"Attention": 13, "Decoding, step by step": 5, "Why 1/√d_k": 8, "Inside a head": 11, "Head analysis": 5,
-             "Architecture": 5, "Lab": 7, "Model card": 5}
+# figure, with Tab alone: 5 on every tab. Each tab puts its main figure right after the controls that make it (the
+# Attention tab: the sentences and its row of actions, one stop; the choices that refine the figures after them),
+# folds what is set rarely (Inside a head's head and scale, which the Attention tab's close-up sets), and makes each
+# group one stop (a radio group, a slider, a group of check boxes, a row of actions: the arrow keys move within it)
+MOST_TABS = dict.fromkeys(("Attention", "Decoding, step by step", "Why 1/√d_k", "Inside a head", "Head analysis",
+                           "Architecture", "Lab", "Model card"), 5)
 
 
 def opened(kept: KeptPages, server: str) -> Page:
@@ -155,8 +154,16 @@ def test_the_keyboard_alone_types_runs_picks_heads_and_opens_inside_a_head(kept:
     page.keyboard.press("Enter")  # runs it
     page.wait_for_function(f"(old) => ({VALUE})('translation') && ({VALUE})('translation') !== old", arg=before)
     wait_idle(page)
-    page.keyboard.press("Shift+Tab")  # back to the skip link, Enter: on the overview
-    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")  # the own translation
+    page.keyboard.press("Tab")  # the row of actions, one stop (ARIA's toolbar): at its Run button
+    assert page.evaluate(ACTIVE)["id"] == "run"
+    assert page.evaluate("() => document.querySelector('#action-row').getAttribute('role')") == "toolbar"
+    page.keyboard.press("End")  # its last control
+    assert page.evaluate(ACTIVE)["id"] == "present"
+    page.keyboard.press("ArrowRight")  # round to the first
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(ACTIVE)["id"] == "example"
+    page.keyboard.press("Tab")  # out of the row: the overview, before the choices that refine it
     assert page.evaluate(ACTIVE) == {"id": "overview", "tag": "DIV", "cls": "attn-grid"}
     labels = page.evaluate("() => document.querySelector('#overview .js-plotly-plot').layout.meta.describe"
                            ".grid.blocks[0].labels")

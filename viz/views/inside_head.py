@@ -122,6 +122,14 @@ def head_choices(n_heads: int) -> list[tuple[str, int]]:
     return [(str(h), h) for h in range(1, n_heads + 1)]
 
 
+def which_label(kind, layer, head, factor_text) -> str:
+    """The folded choices' title, the head they show and its scale: "Head: Encoder self-attention · layer 2 · head 3 ·
+    × 1/√d_k (change)". A value it cannot read is shown as it is (the tab's own messages come with its figures)."""
+    factor = str(factor_text or "").strip()
+    scale = f"× {factor}" if factor else "× 1/√d_k"
+    return f"Head: {KIND_LABELS.get(kind, kind)} · layer {layer} · head {head} · {scale} (change)"
+
+
 def follow(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, query):
     """The tab takes over the Attention tab's view: (kind, layer, head, query chips, query). The "mean" head
     becomes head 1; the query stays where it was while the sentence has it, else 0."""
