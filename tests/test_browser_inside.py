@@ -42,8 +42,8 @@ def drawn(page: Page, *plot_ids: str) -> None:
 
 def unfold(page: Page) -> None:
     """The tab's head choices (kind, layer, head, scale) shown: they are folded under a title that names them."""
-    if not page.locator("#in-which button.label-wrap.open").count():
-        page.locator("#in-which button.label-wrap").click()
+    if page.locator("#in-which").get_attribute("aria-expanded") != "true":
+        page.locator("#in-which").click()
     page.locator("#in-head").wait_for(state="visible")
 
 
@@ -326,7 +326,7 @@ def test_the_tab_follows_the_attention_view_and_shares_its_factor_with_the_why_t
     select_tab(page, "Inside a head")
     steps_show(page, f"layer {layer}, head 4, query 0")
     drawn(page, "in-scores", "in-figure2")
-    which = page.locator("#in-which button.label-wrap")  # the folded choices' title names the head and its scale
+    which = page.locator("#in-which")  # the folded choices' title names the head and its scale
     expect(which).to_contain_text(f"layer {layer} · head 4 · × 1/√d_k")
     unfold(page)
     page.click("#in-take-factor")  # the Why tab's slider starts at 1: no scaling

@@ -56,8 +56,9 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "germanText": ["target", "translation"],  # marked lang="de" (access.js)
         # Buttons that take no Tab stop: the keys of a stop before them do the same (a11y.js: the step's slider)
         "keyOnly": ["step-prev", "step-next"],
-        # Rows that are one Tab stop, moved in with the arrow keys (toolbar.js): element id -> the row's name
-        "toolbars": {"action-row": "Run, examples, link and presentation mode"},
+        # Rows that are one Tab stop, moved in with the arrow keys (stops.js): element id -> the row's name; choices
+        # folded under a button that names them (stops.js): the button's id -> the folded row's
+        "toolbars": {"action-row": "Run, examples, link and presentation mode"}, "folds": {"in-which": "in-choices"},
         # each tab's main figure, by tab id: a shared link opens scrolled to it (classroom.js)
         "linkFigures": {"attention": "detail", "decoding": "decode-cross", "inside": "in-scores",
                         "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}
@@ -66,7 +67,7 @@ WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's scrip
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn; a11y.js next: its keys come first.
-SCRIPTS = ("page.js", "draw.js", "a11y.js", "toolbar.js", "export.js", "overview.js", "figure1.js", "lines.js",
+SCRIPTS = ("page.js", "draw.js", "a11y.js", "stops.js", "export.js", "overview.js", "figure1.js", "lines.js",
            "decoding.js", "classroom.js", "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js", "access.js")
 
 

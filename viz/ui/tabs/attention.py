@@ -60,7 +60,7 @@ def build_attention(page: Page) -> AttentionView:
                                   min_width=300)
             v.example = gr.Dropdown(examples.CHOICES, value=examples.PROMPT, label="Examples that teach",
                                     show_label=False, container=False, scale=3, elem_id="example",
-                                    filterable=False)  # a list: the row's arrow keys move on (toolbar.js)
+                                    filterable=False)  # a list: the row's arrow keys move on (stops.js)
             v.copy_btn = gr.Button("Copy link to this view", size="md", elem_id=PAGE["copyLink"], scale=0,
                                    min_width=200)
             v.present = gr.Checkbox(False, label="Presentation mode", container=False, scale=0, min_width=190,

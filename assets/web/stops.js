@@ -1,7 +1,11 @@
-/* A row of buttons and choices that is one Tab stop, ARIA's toolbar (page.toolbars: element id -> its name). Tab
-   enters it at the control used last (at first its first), the Left and Right arrow keys (Home, End) move between its
-   controls, and each control keeps its own keys: Enter presses a button, Space ticks a box, Up and Down open a menu.
-   A text field that can be typed in keeps Left and Right for its caret (the row's menu is a list, not typed in). */
+/* Fewer Tab stops before a tab's main figure.
+   - A row of buttons and choices that is one Tab stop, ARIA's toolbar (page.toolbars: element id -> its name). Tab
+     enters it at the control used last (at first its first), the Left and Right arrow keys (Home, End) move between
+     its controls, and each control keeps its own keys: Enter presses a button, Space ticks a box, Up and Down open a
+     menu. A text field that can be typed in keeps Left and Right for its caret (the row's menu is a list, not typed).
+   - Choices set rarely, folded under a button that names what they are set to (page.folds: button id -> the folded
+     row's id, class attn-folded, a11y.css): the button shows or hides them (aria-expanded). Hidden, they take no Tab
+     stop but stay in the page, so that a link still holds their values (a folded gr.Accordion leaves them out). */
 (page, {onChange}) => {
   const ITEMS = 'button, input:not([type=hidden]), select, textarea, a[href]';
   const itemsOf = (bar) => [...bar.querySelectorAll(ITEMS)].filter((e) => !e.disabled && e.getClientRects().length);
@@ -35,10 +39,24 @@
     ev.preventDefault();
     items[(to + items.length) % items.length].focus();  // (focusin makes it the stop)
   });
+  document.addEventListener('click', (ev) => {
+    const button = ev.target.closest && ev.target.closest('button[id]');
+    const row = button && page.folds[button.id] && document.getElementById(page.folds[button.id]);
+    if (!row) return;
+    const open = !row.classList.contains('attn-open');
+    row.classList.toggle('attn-open', open);
+    button.setAttribute('aria-expanded', String(open));
+  });
+  const folds = () => Object.entries(page.folds).forEach(([id, rowId]) => {
+    const button = document.getElementById(id), row = document.getElementById(rowId);
+    if (!button || !row || button.hasAttribute('aria-controls')) return;
+    button.setAttribute('aria-controls', rowId);
+    button.setAttribute('aria-expanded', String(row.classList.contains('attn-open')));
+  });
   let queued = false;
   onChange(() => {
     if (queued) return;
     queued = true;
-    window.requestAnimationFrame(() => { queued = false; bars().forEach((bar) => rove(bar)); });
+    window.requestAnimationFrame(() => { queued = false; bars().forEach((bar) => rove(bar)); folds(); });
   });
 }
