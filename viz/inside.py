@@ -331,14 +331,21 @@ def head_output_spec(hi: HeadInside) -> dict:
     return dict(data=data, layout=layout)
 
 
+# A series of grouped bars: its colour, and its hatching (the legend's sample hatched alike): colour is never the only
+# channel (WCAG 1.4.1). Plain, diagonal lines, dots; white over the bar's colour, in light and dark alike
+SERIES_HATCH = ("", "/", ".")
+
+
 def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]], title: str) -> dict:
-    """Bars per key, one group per series (name, values in [0, 1], colour, hover), a legend under the title,
-    one entry a line (or more: each fits a phone)."""
+    """Bars per key, one group per series (name, values in [0, 1], colour, hover; hatched: ``SERIES_HATCH``), a
+    legend under the title, one entry a line (or more: each fits a phone)."""
     n, keys = len(hi.key_tokens), _labels(hi.key_tokens)
     width = phone_width(_labels_px(["0.8"]))
     names = [_fit(name, width - 40) for name, *_ in series]  # less the legend's symbol
-    data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(color=color),
-                 customdata=keys, hovertemplate=hover) for name, (_, y, color, hover) in zip(names, series)]
+    data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(
+                 color=color, pattern=dict(shape=shape, fillmode="overlay", fgcolor="#ffffff", fgopacity=0.7)),
+                 customdata=keys, hovertemplate=hover)
+            for name, (_, y, color, hover), shape in zip(names, series, SERIES_HATCH)]
     room = _LEGEND_ROW * sum(lines(name) for name in names) + 6
     legend = dict(orientation="v", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
     figure_title = _figure_title(title, hi, shift=room, width=width)

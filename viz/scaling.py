@@ -302,6 +302,10 @@ _CURVE_PANELS = (  # two short lines each: four panels side by side on a phone
 )
 
 
+# Each setting's line style and marker beside its colour (the legend shows both): colour is never the only channel
+CURVE_STYLES = {"scaled": ("solid", "circle"), "unscaled": ("dash", "square")}
+
+
 def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
     """Entropy, largest weight and two gradient sizes against d_k (log x; gradients on log y), median query."""
     d = np.asarray(curves["d_k"], dtype=np.float64)
@@ -315,17 +319,19 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
                             name=f"even spread: log {curves['n_keys']}", line=dict(color=REF_COLOR, dash="dash"),
                             hoverinfo="skip", row=row, col=col)
         for setting, color, name in (("scaled", SCALED_COLOR, "× 1/√d_k (paper)"),
-                                     ("unscaled", UNSCALED_COLOR, "× 1 (unscaled)")):
+                                     ("unscaled", UNSCALED_COLOR, "× 1 (unscaled)")):  # and CURVE_STYLES
             y = np.asarray(curves[setting][metric], dtype=np.float64)
             if log_y:
                 y = np.where(y > 0, y, np.nan)  # a log axis cannot show 0
             fig.add_scatter(x=d, y=y, mode="lines+markers", name=name, legendgroup=setting, showlegend=i == 0,
-                            line=dict(color=color, width=3), marker=dict(size=7),
+                            line=dict(color=color, width=3, dash=CURVE_STYLES[setting][0]),
+                            marker=dict(size=7, symbol=CURVE_STYLES[setting][1]),
                             hovertemplate=f"d_k = %{{x}}<br>{name}: %{{y:.3g}}<extra></extra>", row=row, col=col)
         if d_k is not None:
             ys = [value_at(curves, s, metric, d_k) for s in ("scaled", "unscaled")]
             fig.add_scatter(x=[d_k, d_k], y=ys, mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=15, color=[SCALED_COLOR, UNSCALED_COLOR],
+                                        symbol=[CURVE_STYLES[s][1] for s in ("scaled", "unscaled")],
                                         line=dict(color=TEXT_COLOR, width=2)), row=row, col=col)
         if log_y:
             fig.update_yaxes(type="log", exponentformat="power", dtick=1, row=row, col=col)
