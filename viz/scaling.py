@@ -8,8 +8,9 @@ entropy_comparison_figure/entropy_comparison_text.
 
 Style, as in viz.heatmaps: transparent backgrounds and mid-grey text, so the figures read on light and dark
 pages alike; two mid-tone colours that are told apart by colour-blind viewers (blue = scaled as in the paper,
-orange = unscaled); Viridis for the heatmaps. No layout title (gr.Plot's label does that job, and a title
-makes Gradio reserve 100 px above the plot). Text is Markdown; every number is ours, nothing is user input.
+orange = unscaled; each with its line style and marker too); the maps' scale for the heatmaps
+(viz.heatmaps.COLORSCALE). No layout title (gr.Plot's label does that job, and a title makes Gradio reserve 100 px
+above the plot). Text is Markdown; every number is ours, nothing is user input.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.axes import bare_axis
+from viz.heatmaps import COLORSCALE
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 GRID_COLOR = "rgba(136,136,136,0.25)"
@@ -395,7 +397,7 @@ def entropy_comparison_figure(
     # the colour bar under the map, across it: beside it, it took a phone's columns. No title of its own (a title
     # costs plotly a measurement of the whole bar, ~5 ms a draw): the unit is in the Plot's label (ENTROPY_LABEL).
     # Its tick labels drawn as they are, as the axes' are (viz.axes.bare_axis).
-    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top, colorbar=dict(
+    fig.update_layout(coloraxis=dict(colorscale=[list(stop) for stop in COLORSCALE], cmin=0, cmax=top, colorbar=dict(
         outlinewidth=0, orientation="h", thickness=12, x=0, xanchor="left", ticklabeloverflow="allow",
         len=1, y=-64 / (_ENTROPY_ROW_PX * len(rows)), yanchor="top")))
     # each half's title from the left edge, just above it (the lower one's in the gap)
