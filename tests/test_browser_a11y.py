@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 from helpers.a11y import ACTIVE, COUNT_POINTER, MOVING, accessibility_tree, open_by_keys, tab_until
@@ -30,7 +31,7 @@ RECORD = """() => { window.attnSaid = []; const live = document.getElementById('
 SENT = """(id) => {
     const block = document.getElementById(id), gd = block.querySelector('.js-plotly-plot');
     const d = gd && gd.layout && gd.layout.meta && gd.layout.meta.describe;
-    return d ? {name: d.name, summary: d.summary, table: d.table, grid: !!d.grid} : null;
+    return d ? {name: d.name, summary: d.summary, table: d.table, grid: !!d.grid, lang: d.lang || null} : null;
 }"""
 STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
                   layer: Number(document.querySelector('#layer input[type=number]').value),
@@ -38,20 +39,45 @@ STATE = """() => ({kind: document.querySelector('#kind input:checked').value,
 # The languages a figure's tick labels are marked in: {y: [...], x: [...]} (null: none)
 TICK_LANGS = """(id) => { const ticks = (axis) => [...new Set([...document.querySelectorAll(`#${id} .${axis}tick text`)]
     .map((t) => t.getAttribute('lang')))]; return {y: ticks('y'), x: ticks('x')}; }"""
+# A figure's German as the page marks it: its tick labels' languages, the spans its description (the summary its
+# picture's aria-describedby names) marks German, and what its description says is German
+GERMAN = """(id) => { const gd = document.querySelector(`#${id} .js-plotly-plot`), d = gd.layout.meta.describe;
+    const lang = d.lang || {}, said = document.getElementById(document.querySelector(`#${id} [aria-describedby]`)
+        .getAttribute('aria-describedby'));
+    const ticks = (axis) => [...new Set([...gd.querySelectorAll(`.${axis}tick text`)]
+        .map((t) => t.getAttribute('lang')))];
+    return {y: ticks('y'), x: ticks('x'), want: {y: lang.y ?? lang.rows ?? null, x: lang.x ?? lang.columns ?? null},
+            spans: [...said.querySelectorAll('span')].map((e) => [e.lang, e.textContent]), words: lang.words || [],
+            summary: d.summary}; }"""
+# Figures whose German the sweep must meet: figure -> {axis: language of its tick labels}
+GERMAN_FIGURES = {"decode-top5": {"y": "de"}, "decode-self": {"x": "de"}, "rollout-cross": {"y": "de", "x": None},
+                  "rollout-cross-raw": {"y": "de", "x": None}, "heads-grid": {"y": None, "x": None}}
+
+
+def assert_german_marked(page: Page, plot_id: str) -> dict:
+    """The figure's tick labels in the language its description gives them, and in the summary that describes it
+    exactly the German words it quotes in <span lang="de"> (whole words, as a screen reader takes them)."""
+    got = page.evaluate(GERMAN, plot_id)
+    assert set(got["y"]) <= {got["want"]["y"]} and set(got["x"]) <= {got["want"]["x"]}, (plot_id, got)
+    words = "|".join(re.escape(w) for w in got["words"])
+    quoted = [m.group(0) for m in re.finditer(rf"(?<!\w)(?:{words})(?!\w)", got["summary"])] if words else []
+    assert got["spans"] == [["de", w] for w in quoted], (plot_id, got)
+    return got
+
+
 # (tab name, its main figure's Plot id) for every tab with a figure
 TABS = [("Attention", "overview"), ("Decoding, step by step", "decode-top5"), ("Why 1/√d_k", "variance"),
-        ("Inside a head", "in-scores"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
+        ("Inside a head", "in-projections"), ("Head analysis", "heads-grid"), ("Architecture", "figure1"),
         ("Lab", "lab-curves")]
 
 
 # The most Tab presses from each tab's first control (its skip link, whose Enter is the one-press way) to its main
-# figure, with Tab alone. The goal is 5; four tabs are over it by the controls drawn before their figure, each a single
-# stop (a slider, a radio group, a group of check boxes): the Attention tab's sentence, translation, run, examples,
-# link, presentation mode, kind, layer, head, colours and focus; Why's three sliders, seed and two factor buttons;
-# Inside a head's kind, layer, head, factor, its two buttons, query and view, and panel (a)'s table button; the Lab's
-# summary table, Table 3 (A)'s figure, kind, layer and runs
-MOST_TABS = {"Attention": 13, "Decoding, step by step": 5, "Why 1/√d_k": 8, "Inside a head": 11, "Head analysis": 5,
-             "Architecture": 5, "Lab": 7, "Model card": 5}
+# figure, with Tab alone: 5 on every tab. Each tab puts its main figure right after the controls that make it (the
+# Attention tab: the sentences and its row of actions, one stop; the choices that refine the figures after them),
+# folds what is set rarely (Inside a head's head and scale, which the Attention tab's close-up sets), and makes each
+# group one stop (a radio group, a slider, a group of check boxes, a row of actions: the arrow keys move within it)
+MOST_TABS = dict.fromkeys(("Attention", "Decoding, step by step", "Why 1/√d_k", "Inside a head", "Head analysis",
+                           "Architecture", "Lab", "Model card"), 5)
 
 
 def opened(kept: KeptPages, server: str) -> Page:
@@ -132,6 +158,7 @@ def test_the_attention_figures_say_what_the_apis_numbers_say(kept: KeptPages, se
     lang = {"rows": "de" if rows_de else None, "columns": "de" if columns_de else None}
     assert_table_is_the_figures(page, "detail", wait_described(page, "detail")["table"], lang)
     assert page.evaluate(TICK_LANGS, "detail") == {"y": [lang["rows"]], "x": [lang["columns"]]}
+    assert bool(assert_german_marked(page, "detail")["spans"]) == (kind != "encoder_self")  # its German pairs
     assert page.evaluate("() => ['target', 'translation'].map((id) => document.querySelector(`#${id} textarea`)"
                          ".lang)") == ["de", "de"]
     assert_table_is_the_figures(page, "overview", wait_described(page, "overview")["table"])
@@ -155,8 +182,16 @@ def test_the_keyboard_alone_types_runs_picks_heads_and_opens_inside_a_head(kept:
     page.keyboard.press("Enter")  # runs it
     page.wait_for_function(f"(old) => ({VALUE})('translation') && ({VALUE})('translation') !== old", arg=before)
     wait_idle(page)
-    page.keyboard.press("Shift+Tab")  # back to the skip link, Enter: on the overview
-    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")  # the own translation
+    page.keyboard.press("Tab")  # the row of actions, one stop (ARIA's toolbar): at its Run button
+    assert page.evaluate(ACTIVE)["id"] == "run"
+    assert page.evaluate("() => document.querySelector('#action-row').getAttribute('role')") == "toolbar"
+    page.keyboard.press("End")  # its last control
+    assert page.evaluate(ACTIVE)["id"] == "present"
+    page.keyboard.press("ArrowRight")  # round to the first
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(ACTIVE)["id"] == "example"
+    page.keyboard.press("Tab")  # out of the row: the overview, before the choices that refine it
     assert page.evaluate(ACTIVE) == {"id": "overview", "tag": "DIV", "cls": "attn-grid"}
     labels = page.evaluate("() => document.querySelector('#overview .js-plotly-plot').layout.meta.describe"
                            ".grid.blocks[0].labels")
@@ -201,7 +236,7 @@ def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_f
     analysis's grid opens a head with the keys. Prints the Tab-only counts and what Chromium's accessibility tree gives
     for the Attention tab's figures and the Lab curves."""
     page = opened(kept, server)
-    counts = {}
+    counts, german = {}, {}
     for tab, main in TABS:
         select_tab(page, tab)
         page.locator(f"#{main}").wait_for(state="visible")
@@ -216,9 +251,11 @@ def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_f
             for plot_id in ids:
                 sent = wait_described(page, plot_id)
                 assert_speaks(page, plot_id, sent["name"], sent["summary"])
+                german[plot_id] = assert_german_marked(page, plot_id)
                 assert page.evaluate(f"() => [...document.querySelectorAll('#{plot_id} .modebar-btn')]"
                                      ".every(b => b.tabIndex === -1)")
-            assert_table_is_the_figures(page, main, wait_described(page, main)["table"])
+            sent = wait_described(page, main)
+            assert_table_is_the_figures(page, main, sent["table"], sent["lang"])
         if tab in ("Attention", "Lab"):  # what a screen reader gets (Chromium's accessibility tree), for the notes
             print(tab, json.dumps(accessibility_tree(page, main if tab == "Lab" else "plots-row"), ensure_ascii=False))
         page.get_by_role("tab", name=tab).focus()
@@ -240,6 +277,9 @@ def test_every_tab_s_figures_say_what_the_server_sent_and_its_main_figure_is_a_f
     page.get_by_role("tab", name="Model card").focus()
     counts["Model card"] = {"Tab only": tab_until(page, "() => !!document.activeElement.querySelector('table')")}
     print(json.dumps(counts, ensure_ascii=False))
+    assert {plot_id: {axis: german[plot_id]["want"][axis] for axis in want} for plot_id, want in GERMAN_FIGURES.items()
+            if plot_id in german} == GERMAN_FIGURES
+    assert german["decode-top5"]["spans"] and german["rollout-cross"]["spans"]  # (their summaries quote German)
     assert {tab: c["Tab only"] for tab, c in counts.items() if c["Tab only"] > MOST_TABS[tab]} == {}, counts
     select_tab(page, "Attention")
 

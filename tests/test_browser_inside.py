@@ -14,7 +14,7 @@ import pytest
 from helpers.browser import KeptPages, select_tab, wait_tab
 from helpers.plotly import array
 from helpers.scripts import GD, TITLE, still
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viz.views.inside_head import PLOT_LABELS, inside_head_view
@@ -40,12 +40,22 @@ def drawn(page: Page, *plot_ids: str) -> None:
         page.wait_for_selector(f"#{plot_id} .js-plotly-plot .main-svg")
 
 
+def unfold(page: Page) -> None:
+    """The tab's head choices (kind, layer, head, scale) shown: they are folded under a title that names them."""
+    if page.locator("#in-which").get_attribute("aria-expanded") != "true":
+        page.locator("#in-which").click()
+    page.locator("#in-head").wait_for(state="visible")
+
+
 def choose(page: Page, elem_id: str, value) -> None:
+    if elem_id.startswith("in-") and elem_id not in ("in-query", "in-view"):
+        unfold(page)
     page.locator(f"#{elem_id} label:has(input[value='{value}'])").click()
 
 
 def pick_kind(page: Page, kind: str) -> None:
     """The tab's kind is a dropdown."""
+    unfold(page)
     page.locator("#in-kind input").click()
     page.get_by_role("option", name=KINDS[kind]).click()
 
@@ -316,9 +326,13 @@ def test_the_tab_follows_the_attention_view_and_shares_its_factor_with_the_why_t
     select_tab(page, "Inside a head")
     steps_show(page, f"layer {layer}, head 4, query 0")
     drawn(page, "in-scores", "in-figure2")
+    which = page.locator("#in-which")  # the folded choices' title names the head and its scale
+    expect(which).to_contain_text(f"layer {layer} · head 4 · × 1/√d_k")
+    unfold(page)
     page.click("#in-take-factor")  # the Why tab's slider starts at 1: no scaling
     steps_show(page, "the weights with the factor")
     assert page.locator("#in-factor textarea").input_value() == "1"
+    expect(which).to_contain_text(f"layer {layer} · head 4 · × 1 (change)")
     page.fill("#in-factor textarea", "")
     page.press("#in-factor textarea", "Enter")
     steps_show(page, "the weights (a row of the heatmap)")

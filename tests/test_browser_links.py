@@ -240,5 +240,7 @@ def test_a_row_of_the_means_close_up_says_which_head_inside_a_head_opened(page: 
     page.wait_for_function("(t) => (document.querySelector('#in-note')?.textContent || '').includes(t)",
                            arg=f"mean of layer {layer}'s 8 heads")
     assert f"opened head {head} of that layer" in page.inner_text("#in-note")
+    if page.locator("#in-which").get_attribute("aria-expanded") != "true":  # (its head choices, folded)
+        page.locator("#in-which").click()
     page.locator("#in-head label:has(input[value='4'])").click()  # the tab's own choice: the note goes
     page.wait_for_function("() => !(document.querySelector('#in-note')?.textContent || '').trim()")

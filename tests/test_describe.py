@@ -17,7 +17,7 @@ from viz.views import head_analysis
 from viz.views.attention import contributions as measures
 from viz.views.attention import maps as attention
 from viz.views.outputs import finish_figure
-from viz.vocab import KIND_LABELS
+from viz.vocab import GERMAN_SIDES, KIND_LABELS
 
 TEXT = "a big dog runs in the park."
 
@@ -107,13 +107,36 @@ def test_the_figures_carry_their_description_and_the_grids_place_their_tiles(res
     json.dumps(overview)  # plain JSON, as the page gets it
 
 
-@pytest.mark.parametrize("kind, lang", [("encoder_self", None), ("decoder_self", {"rows": "de", "columns": "de"}),
-                                        ("cross", {"rows": "de", "columns": None})])
-def test_the_close_up_marks_its_german_side(result, translator_cfg, kind, lang):
-    """The target's tokens are German: queries of the decoder's maps, and its self-attention's keys."""
-    _, detail = attention.views(translator_cfg, result, kind, 1, 1)
-    assert describe.of(detail).get("lang") == lang
-    assert "lang" not in describe.of(attention.views(translator_cfg, result, kind, 1, 1)[0])  # the overview's: heads
+@pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])
+def test_the_attention_figures_mark_their_german(result, translator_cfg, kind):
+    """The target's tokens are German (queries of the decoder's maps, and its self-attention's keys): the close-up's
+    table headers and tick labels where they are, and the words its summary and table quote — the target's, less those
+    the English side also has and the special tokens. The overview's rows and ticks are heads: only its words."""
+    overview, detail = attention.views(translator_cfg, result, kind, 1, 1)
+    rows_de, columns_de = GERMAN_SIDES[kind]
+    q, k = (describe.tokens(t) for t in result.tokens(kind))
+    english = {*(q if not rows_de else ()), *(k if not columns_de else ())}
+    words = {t for t in (*(q if rows_de else ()), *(k if columns_de else ())) if t not in english
+             and not t.startswith("<") and any(c.isalpha() for c in t)}
+    de = lambda on: "de" if on else None  # noqa: E731
+    if kind == "encoder_self":
+        assert "lang" not in describe.of(detail) and "lang" not in describe.of(overview)
+        return
+    lang = describe.of(detail)["lang"]
+    assert {key: lang[key] for key in ("rows", "columns", "y", "x")} == {
+        "rows": de(rows_de), "columns": de(columns_de), "y": de(rows_de), "x": de(columns_de)}
+    assert set(lang["words"]) == words and len(lang["words"]) == len(words)
+    assert describe.of(overview).get("lang") == ({"rows": None, "columns": None, "y": None, "x": None,
+                                                  "words": lang["words"]} if words else None)
+
+
+def test_a_description_s_german_words_are_its_german_side_s_alone_longest_first():
+    table = describe.Table("t", "q \\ k", ["a", "dog", "in", "."], ["ein", "Hund", "in", ".", "</s>", "Hunde"], [])
+    said = describe.Description("n", "s", table).in_german(True, False)
+    assert said.lang == {"rows": "de", "columns": None, "y": "de", "x": None, "words": ["Hunde", "Hund", "ein"]}
+    bars = describe.Description("n", "s", table).in_german(True, False, y=False, x=True, words=["Zwei", "<s>"])
+    assert (bars.lang["y"], bars.lang["x"], bars.lang["words"]) == (None, "de", ["Zwei"])
+    assert describe.Description("n", "s", table).in_german(False, False).lang is None
 
 
 def test_the_close_up_of_contributions_says_contribution(result, translator_cfg):

@@ -289,6 +289,7 @@ def test_the_footnote4_figure_always_shows_three_series(translator):
         hi = inside_head(translator, SOURCE, TARGET, "decoder_self", 2, 1, 3, factor=factor)
         series = figs_inside.footnote4_spec(hi)["data"]
         assert len(series) == 3 and len({t["marker"]["color"] for t in series}) == 3
+        assert [t["marker"]["pattern"]["shape"] for t in series] == ["", "/", "."]  # hatched: not colour alone
         assert ("factor: × 0.5" if factor else "scaled twice: × 1/d_k") in series[2]["name"]
 
 

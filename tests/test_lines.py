@@ -10,7 +10,18 @@ import pytest
 
 from model.network.inference import Translator
 from viz.encode import plotly_dict, plotly_json
-from viz.lines import ALL_HEADS, HEAD_COLORS, LEVELS, LINE_META, THRESHOLD, TOKEN_META, head_color, lines_spec
+from viz.lines import (
+    ALL_HEADS,
+    HEAD_COLORS,
+    HEAD_DASHES,
+    LEVELS,
+    LINE_META,
+    THRESHOLD,
+    TOKEN_META,
+    head_color,
+    head_dash,
+    lines_spec,
+)
 
 
 def softmax_maps(shape: tuple[int, ...], sharpness: float = 3.0, seed: int = 0) -> np.ndarray:
@@ -69,7 +80,13 @@ def test_all_heads_have_distinct_colours_and_a_legend_each():
     assert sorted(h for h, _ in colours) == list(range(1, 9)) and len({c for _, c in colours}) == 8  # rgb, not alpha
     legend = [tr["name"] for tr in spec["data"] if tr.get("showlegend")]
     assert legend == [str(h) for h in range(1, 9)] and spec["layout"]["legend"]["title"]["text"] == "heads"
+    # … and a line style each (colour is not the only channel), the legend's sample drawn in its head's
+    styles = {(tr["meta"]["attnLines"]["head"], tr["line"]["dash"]) for tr in line_traces(spec)}
+    assert sorted(styles) == [(h, head_dash(h)) for h in range(1, 9)] and len(set(HEAD_DASHES)) == 8
+    assert [(tr["line"]["color"], tr["line"]["dash"]) for tr in spec["data"] if tr.get("showlegend")] == [
+        (HEAD_COLORS[h - 1], HEAD_DASHES[h - 1]) for h in range(1, 9)]
     one = lines_spec(w, list("abcde"), list("vwxyz"), 1, 3)
+    assert {tr["line"]["dash"] for tr in line_traces(one)} == {"solid"}  # one head: plain lines
     assert not one["layout"]["showlegend"] and not any(tr.get("showlegend") for tr in one["data"])
     assert all(tr["legendgroup"] == f"head {tr['meta']['attnLines']['head']}" for tr in line_traces(spec))
 

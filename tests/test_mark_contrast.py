@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers.a11y import BACKGROUNDS
 
-from viz import architecture, heatmaps, inside, lab, lines, probs, scaling, step_bars
+from viz import architecture, heatmaps, inside, lab, lines, probs, scaling, stats_grid, step_bars
 from viz.vocab import MARK_EDGE, TEXT_COLOR
 
 LEAST = 3.0
@@ -91,3 +91,29 @@ def test_the_focus_ring_and_the_slider_are_3_to_1_against_the_page(theme):
     ratios = {what: round(contrast(c, BACKGROUNDS[theme]), 2) for what, c in page_marks()[theme].items()}
     assert min(ratios.values()) >= LEAST, ratios
 
+
+
+# The heatmaps' colour scales: the attention weights' (every map, the overview, Head analysis, the Lab's, Why's entropy
+# per head) and the signed values' (Inside a head's whole matrices, Head analysis's offset), by where they are used
+SCALES = {"weights (viz.heatmaps.COLORSCALE)": [c for _, c in heatmaps.COLORSCALE],
+          "Inside a head: signed values": [c for _, c in inside.DIVERGING],
+          "Head analysis: offset": [c for _, c in stats_grid.DIVERGING]}
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_heatmap_s_strongest_cells_are_3_to_1_against_the_page(theme):
+    """The colour of a heatmap's strongest value (its scale's top; both ends of a diverging scale, whose middle is 0) is
+    at least 3:1 against the page, light and dark: the cells that carry the message stand out of the page, not only of
+    the weaker cells beside them. A weak value drawn near the page's colour is the figure's message (nothing there)."""
+    ends = {f"{where}, {end}": scale[i] for where, scale in SCALES.items()
+            for end, i in (("top", -1), ("bottom", 0)) if end == "top" or "signed" in where or "offset" in where}
+    ratios = {where: round(contrast(c, BACKGROUNDS[theme]), 2) for where, c in ends.items()}
+    print(theme, ratios)
+    assert len(ratios) == 5 and min(ratios.values()) >= LEAST, ratios
+
+
+def test_every_heatmap_takes_one_of_those_scales():
+    """No figure module names a colour scale of plotly's own (Viridis's top: 1.26:1 on white); each uses ``SCALES``."""
+    named = {path.name: re.findall(r"colorscale=[\"']\w+", path.read_text())
+             for path in (Path(heatmaps.__file__).parent).glob("*.py")}
+    assert {name: found for name, found in named.items() if found} == {}

@@ -225,6 +225,9 @@ def test_curves_figure_and_text(curves):
     lines = [t for t in fig.data if t.mode == "lines+markers"]
     assert len(lines) == 8 and {t.name for t in lines} == {"× 1/√d_k (paper)", "× 1 (unscaled)"}
     assert sum(t.showlegend is not False for t in lines) == 2
+    # colour is not the only channel: each setting its own line style and marker, in the legend too
+    assert {(t.name, t.line.dash, t.marker.symbol) for t in lines} == {
+        ("× 1/√d_k (paper)", "solid", "circle"), ("× 1 (unscaled)", "dash", "square")}
     assert fig.layout.yaxis3.type == "log" and fig.layout.yaxis4.type == "log"
     assert len(fig.layout.shapes) == 4
     text = V.curves_text(curves, 512)

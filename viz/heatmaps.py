@@ -7,9 +7,9 @@ Shape contract (as in BertViz, checked by `check_attention` with clear ValueErro
 
 Token display: every token and every piece of text goes through ``viz.text`` (``escape_token``, ``escape_text``).
 
-Colours: one Viridis scale on 0..1 for both figures: perceptually uniform, colour-blind safe,
-and it keeps its contrast on a projector. Backgrounds are transparent and text is mid-grey, so the
-figures read on light and dark pages alike.
+Colours: one scale on 0..1 for both figures (``COLORSCALE``, black to orange): perceptually ordered, colour-blind
+safe, its strongest colour ≥ 3:1 against a light and a dark page, and it keeps its contrast on a projector.
+Backgrounds are transparent and text is mid-grey, so the figures read on light and dark pages alike.
 
 Overview encoding (size and draw speed): ONE heatmap trace of one big uint8 matrix. Weights are
 stored as whole percent (0..100), so the hover shows the weight as "%{z}%" with no per-cell text;
@@ -49,9 +49,12 @@ from viz.margins import COLORBAR_XPAD
 from viz.text import escape_text, escape_token
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
-# Viridis, the same 10 stops as plotly.colors.sequential.Viridis.
-_VIRIDIS = "#440154 #482878 #3e4989 #31688e #26828e #1f9e89 #35b779 #6ece58 #b5de2b #fde725".split()
-COLORSCALE: tuple[tuple[float, str], ...] = tuple((i / (len(_VIRIDIS) - 1), c) for i, c in enumerate(_VIRIDIS))
+# Inferno's first two thirds (plotly.colors.sequential.Inferno's stops 0–6): black to orange, lightness rising
+# monotonically (CIELAB L* 0 to 60; Viridis spans 15 to 92), colour-blind safe. Its top, the strongest weight, is ≥ 3:1
+# against the page in light and dark (WCAG 1.4.11: 3.16:1 on white, 4.72:1 on #27272a); Viridis's yellow was 1.26:1 on
+# white (tests/test_mark_contrast.py)
+_INFERNO = "#000004 #1b0c41 #4a0c6b #781c6d #a52c60 #cf4446 #ed6925".split()
+COLORSCALE: tuple[tuple[float, str], ...] = tuple((i / (len(_INFERNO) - 1), c) for i, c in enumerate(_INFERNO))
 
 _LEVELS = 100  # overview stores round(weight * 100) as uint8: whole percent, error <= 0.005
 _GAP = _LEVELS + 1  # cell value between tiles; painted transparent by _OVERVIEW_COLORSCALE
@@ -144,7 +147,7 @@ def weight_bar_html(label: str = "colour: attention weight") -> str:
     scale (the Why tab's two): the page's own text, at its own size (app.css ``.attn-weight-bar``)."""
     stops = ", ".join(f"{colour} {at * 100:g}%" for at, colour in COLORSCALE)
     ticks = "".join(f'<span style="left: {v * 100:g}%">{v:g}</span>' for v in WEIGHT_TICKS)
-    return (f'<div class="attn-weight-bar" role="img" aria-label="{label}: 0 to 1, dark purple to yellow">'
+    return (f'<div class="attn-weight-bar" role="img" aria-label="{label}: 0 to 1, black to orange">'
             f'<span class="attn-weight-label">{label}</span>'
             f'<span class="attn-weight-ramp" style="background: linear-gradient(to right, {stops})">'
             f'<span class="attn-weight-ticks">{ticks}</span></span></div>')
@@ -163,7 +166,7 @@ def _colorbar(tickvals: Sequence[float], title: str = "weight") -> dict:
     )
 
 
-MASKED_COLOR = "#888888"  # mid grey, outside Viridis: 3.54:1 on white, 4.20:1 on the dark theme's #27272a
+MASKED_COLOR = "#888888"  # mid grey, outside the scale: 3.54:1 on white, 4.20:1 on the dark theme's #27272a
 MASKED_NAME = "masked<br>(−∞ before<br>the softmax)"  # the legend entry, beside the colour bar
 MASKED_HOVER = "masked: −∞ before the softmax (a key after the query)"
 

@@ -37,9 +37,10 @@ from viz.wrap import fit_lines, lines, phone_width
 if TYPE_CHECKING:  # viz never imports torch at run time
     from model.probes.inside import HeadInside
 
-DIVERGING = [[0.0, "#2166ac"], [0.17, "#67a9cf"], [0.33, "#d1e5f0"], [0.5, "#f7f7f7"], [0.67, "#fddbc7"],
-             [0.83, "#ef8a62"], [1.0, "#b2182b"]]  # ColorBrewer RdBu, blue = negative
-VIRIDIS = [list(stop) for stop in COLORSCALE]
+DIVERGING = [[0.0, "#3f7fd0"], [0.17, "#67a9cf"], [0.33, "#d1e5f0"], [0.5, "#f7f7f7"], [0.67, "#fddbc7"],
+             [0.83, "#ef8a62"], [1.0, "#e0464f"]]  # ColorBrewer RdBu, blue = negative; its ends
+# lightened to ≥ 3:1 against a dark page too (RdBu's were 2.5 and 2.2:1 on #27272a; 4.1:1 on white)
+WEIGHT_SCALE = [list(stop) for stop in COLORSCALE]
 FACTOR_COLOR = "#9C6ADE"  # the third case of footnote 4
 MASKED_COLOR = "rgba(136,136,136,0.45)"
 GRID = "rgba(136,136,136,0.2)"
@@ -315,7 +316,7 @@ def head_output_spec(hi: HeadInside) -> dict:
     plot_h, (top, bottom) = _bands([n * row, 26], gap=[_gap(30, text[1], text[2], text[3]), _gap(30, text[4])])
     data = [
         _heat(hi.v, 1, "%{y} · dim %{x}: %{z:.3f}<extra>v_j</extra>", y=keys),
-        _heat(hi.weights[:, None], 2, "%{y}: α = %{z:.4f}<extra></extra>", y=keys, scale=VIRIDIS, zmin=0, zmax=1),
+        _heat(hi.weights[:, None], 2, "%{y}: α = %{z:.4f}<extra></extra>", y=keys, scale=WEIGHT_SCALE, zmin=0, zmax=1),
         _heat(weighted, 3, "%{y} · dim %{x}: %{z:.3f}<extra>α_j v_j</extra>", y=keys),
         _heat(hi.output[None], 4, "dim %{x}: %{z:.3f}<extra>head_i</extra>"),
     ]
@@ -331,14 +332,21 @@ def head_output_spec(hi: HeadInside) -> dict:
     return dict(data=data, layout=layout)
 
 
+# A series of grouped bars: its colour, and its hatching (the legend's sample hatched alike): colour is never the only
+# channel (WCAG 1.4.1). Plain, diagonal lines, dots; white over the bar's colour, in light and dark alike
+SERIES_HATCH = ("", "/", ".")
+
+
 def _grouped_bars(hi: HeadInside, series: list[tuple[str, np.ndarray, str, str]], title: str) -> dict:
-    """Bars per key, one group per series (name, values in [0, 1], colour, hover), a legend under the title,
-    one entry a line (or more: each fits a phone)."""
+    """Bars per key, one group per series (name, values in [0, 1], colour, hover; hatched: ``SERIES_HATCH``), a
+    legend under the title, one entry a line (or more: each fits a phone)."""
     n, keys = len(hi.key_tokens), _labels(hi.key_tokens)
     width = phone_width(_labels_px(["0.8"]))
     names = [_fit(name, width - 40) for name, *_ in series]  # less the legend's symbol
-    data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(color=color),
-                 customdata=keys, hovertemplate=hover) for name, (_, y, color, hover) in zip(names, series)]
+    data = [dict(type="bar", name=name, x=np.arange(n), y=np.asarray(y, np.float32), marker=dict(
+                 color=color, pattern=dict(shape=shape, fillmode="overlay", fgcolor="#ffffff", fgopacity=0.7)),
+                 customdata=keys, hovertemplate=hover)
+            for name, (_, y, color, hover), shape in zip(names, series, SERIES_HATCH)]
     room = _LEGEND_ROW * sum(lines(name) for name in names) + 6
     legend = dict(orientation="v", x=0, xanchor="left", y=1.0, yanchor="bottom", bgcolor=TRANSPARENT)
     figure_title = _figure_title(title, hi, shift=room, width=width)

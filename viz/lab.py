@@ -177,7 +177,7 @@ def timelapse_figure(weights, query_tokens: Sequence[str], key_tokens: Sequence[
         colorbar=dict(title=dict(text="weight", side="right"), thickness=12, outlinewidth=0)))
     fig.update_layout(**_layout(max(360, 28 * len(ys) + 160)))
     fig.update_layout(title=dict(text=title, x=0, font=dict(size=FONT_SIZE)), hovermode="closest",
-                      margin=dict(l=8, r=8, t=48, b=8))
+                      margin=dict(l=8, r=8, t=64, b=8))  # (a title of two lines)
     # upright and 12 px: slanted or larger, neighbouring labels ran into each other in a phone's ~18-px columns
     fig.update_xaxes(tickvals=list(range(len(xs))), ticktext=xs, tickangle=-90, tickfont=dict(size=12), side="bottom",
                      showgrid=False, title_text="key")

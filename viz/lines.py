@@ -22,7 +22,8 @@ Encoding (plotly cannot vary opacity within one trace, and one trace per line is
   draws each segment as its own ``path.js-line``, in this order, and the script hides the others.
 
 Colours: eight hues of middle lightness, so that every line drawn at full strength is ≥ 3:1 against a light and a dark
-page (``HEAD_COLORS``); head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views. A
+page (``HEAD_COLORS``); head h takes colour h (cycling past 8 heads), the same in the one-head and all-heads views,
+where each head also has its line style (``HEAD_DASHES``), the legend's sample too. A
 weaker weight is drawn fainter (its opacity): that is the figure's message, not a mark to be read on its own.
 Transparent background, mid-grey text at 14 px (a projector), token text escaped (`escape_token`).
 """
@@ -44,6 +45,11 @@ ALL_HEADS = 0  # `head` value: every head, each in its own colour
 # One hue per head, each ≥ 3:1 against white and against the dark theme's #27272a (WCAG 1.4.11; Okabe–Ito's orange, sky
 # blue and yellow were 2.3, 2.3 and 1.3:1 on white): orange, blue, green, olive, purple, red, pink, grey
 HEAD_COLORS = ("#C26A00", "#2E86C1", "#008B6B", "#8C8C3A", "#9467BD", "#E0475B", "#CC79A7", "#7F7F7F")
+# … and, with every head drawn, a line style per head, its legend entry drawn in the same (colour is never the only
+# channel, WCAG 1.4.1): solid, dots, dashes, long dashes, dash-dot, long dash-dot-dot, dash-dash-dot, dot pairs. In px
+# (plotly scales its named dashes with the line's width; these stay the same in the legend's thicker sample)
+HEAD_DASHES = ("solid", "2px,4px", "10px,5px", "20px,5px", "10px,4px,2px,4px", "20px,4px,2px,4px,2px,4px",
+               "6px,3px,6px,3px,2px,6px", "2px,2px,2px,9px")
 FONT_PX = 14
 ROW_PX = 24  # vertical pitch of one token row
 LEGEND_PX = 72  # bottom margin for the heads' legend: two rows of entries (a phone), under the axis titles' ends
@@ -64,6 +70,11 @@ def head_color(head: int, alpha: float | None = None) -> str:
     return f"rgba({r},{g},{b},{alpha:g})"
 
 
+def head_dash(head: int) -> str:
+    """Line style of head ``head`` (1-based) where every head is drawn (``HEAD_DASHES``, cycling past 8 heads)."""
+    return HEAD_DASHES[(head - 1) % len(HEAD_DASHES)]
+
+
 def _segments(q: np.ndarray, k: np.ndarray) -> tuple[list, list]:
     """Segment lists for plotly: x = [0, 1, None, ...], y = [q0, k0, None, q1, k1, None, ...]."""
     n = len(q)
@@ -74,7 +85,8 @@ def _segments(q: np.ndarray, k: np.ndarray) -> tuple[list, list]:
 
 
 def _line_traces(w: np.ndarray, heads: Sequence[int]) -> list[dict]:
-    """w (H_shown, Q, K) of the heads numbered ``heads`` (1-based) -> one trace per (head, level)."""
+    """w (H_shown, Q, K) of the heads numbered ``heads`` (1-based) -> one trace per (head, level); more than one
+    head: each in its line style too."""
     level = np.rint(w.astype(np.float64) * LEVELS).astype(np.int64)  # (H_shown, Q, K), 0..LEVELS
     traces = []
     for i, head in enumerate(heads):
@@ -89,7 +101,8 @@ def _line_traces(w: np.ndarray, heads: Sequence[int]) -> list[dict]:
                     mode="lines",
                     x=x,
                     y=y,
-                    line=dict(color=head_color(head, n / LEVELS), width=LINE_PX),
+                    line=dict(color=head_color(head, n / LEVELS), width=LINE_PX,
+                              dash=head_dash(head) if len(heads) > 1 else "solid"),
                     hoverinfo="skip",
                     name=f"head {head}",
                     legendgroup=f"head {head}",
@@ -111,7 +124,7 @@ def _legend_trace(head: int) -> dict:
         mode="lines",
         x=[0, 0],
         y=[0, 0],
-        line=dict(color=head_color(head), width=4),
+        line=dict(color=head_color(head), width=3, dash=head_dash(head)),  # its lines' colour and style
         hoverinfo="skip",
         name=str(head),  # short: the legend's title says "heads" (8 entries fit a phone's width in two rows)
         legendgroup=f"head {head}",
@@ -164,8 +177,8 @@ def lines_spec(
 ) -> dict:
     """The alignment view of ``weights`` (L, H, Q, K) at ``layer`` (1-based) as a plotly figure spec.
 
-    ``head``: 1..H draws that head only; ``ALL_HEADS`` (0) draws every head in its own colour, with a
-    legend entry per head (a legend click hides or shows a head). See the module docstring.
+    ``head``: 1..H draws that head only; ``ALL_HEADS`` (0) draws every head in its own colour and line style,
+    with a legend entry per head (a legend click hides or shows a head). See the module docstring.
     """
     w = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     n_layers, n_heads, n_q, n_k = w.shape
@@ -198,7 +211,7 @@ def lines_spec(
         yaxis=_token_axis(q_text, rows, query_label, side="left"),
         yaxis2=_token_axis(k_text, rows, key_label, side="right", overlaying="y"),
         legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="top", font=dict(size=FONT_PX),
-                    title=dict(text="heads", side="left"), itemwidth=30),
+                    title=dict(text="heads", side="left"), itemwidth=44),  # (a whole period of each style)
         showlegend=len(heads) > 1,
     )
     if title:

@@ -6,7 +6,7 @@ order, every cell's value on hover:
   output_spec        head_i = A V, Concat(head_1..h), · W^O + b -> MultiHead
 
 The first three maps share one diverging colour range (the raw scores'), so the scaling is seen as the colours
-fading; the softmax has the Attention tab's Viridis on 0..1. Masked cells (decoder self-attention: a key after its
+fading; the softmax has the Attention tab's scale on 0..1. Masked cells (decoder self-attention: a key after its
 query, −∞ before the softmax) are covered grey and hatched, with a legend entry, as the Attention tab's close-up
 draws them grey. Every trace whose rows are the queries carries ``meta = QUERY_ROWS``: the page script
 (assets/web/inside.js) opens the one-query view on a clicked row of those. The tab's query is outlined.
@@ -22,7 +22,7 @@ import numpy as np
 
 from viz.axes import bare_axis
 from viz.heatmaps import MASKED_COLOR, MASKED_HOVER, _staircase
-from viz.inside import DIVERGING, HIGHLIGHT, TOKEN_LEN, VIRIDIS, _bands, _key, _layout, _ref, _title
+from viz.inside import DIVERGING, HIGHLIGHT, TOKEN_LEN, WEIGHT_SCALE, _bands, _key, _layout, _ref, _title
 from viz.text import escape_token
 from viz.vocab import KIND_LABELS, TEXT_COLOR, TRANSPARENT
 
@@ -206,7 +206,7 @@ def stage_spec(hm: HeadMatrices, stage: str, query: int | None = None) -> dict:
     if hm.masked.any():
         custom[:, :, 2][hm.masked] = "<br>" + MASKED_HOVER
     bound = score_bound(hm)
-    colours = (dict(zmin=0, zmax=1, colorscale=VIRIDIS) if stage == "weights" else
+    colours = (dict(zmin=0, zmax=1, colorscale=WEIGHT_SCALE) if stage == "weights" else
                dict(zmin=-bound, zmax=bound, colorscale=DIVERGING))
     if stage == "masked" and hm.masked.any():
         custom[:, :, 2][hm.masked] = "<br>−∞ (masked: a key after the query)"

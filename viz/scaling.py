@@ -8,8 +8,9 @@ entropy_comparison_figure/entropy_comparison_text.
 
 Style, as in viz.heatmaps: transparent backgrounds and mid-grey text, so the figures read on light and dark
 pages alike; two mid-tone colours that are told apart by colour-blind viewers (blue = scaled as in the paper,
-orange = unscaled); Viridis for the heatmaps. No layout title (gr.Plot's label does that job, and a title
-makes Gradio reserve 100 px above the plot). Text is Markdown; every number is ours, nothing is user input.
+orange = unscaled; each with its line style and marker too); the maps' scale for the heatmaps
+(viz.heatmaps.COLORSCALE). No layout title (gr.Plot's label does that job, and a title makes Gradio reserve 100 px
+above the plot). Text is Markdown; every number is ours, nothing is user input.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.axes import bare_axis
+from viz.heatmaps import COLORSCALE
 from viz.vocab import TEXT_COLOR, TRANSPARENT
 
 GRID_COLOR = "rgba(136,136,136,0.25)"
@@ -302,6 +304,10 @@ _CURVE_PANELS = (  # two short lines each: four panels side by side on a phone
 )
 
 
+# Each setting's line style and marker beside its colour (the legend shows both): colour is never the only channel
+CURVE_STYLES = {"scaled": ("solid", "circle"), "unscaled": ("dash", "square")}
+
+
 def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
     """Entropy, largest weight and two gradient sizes against d_k (log x; gradients on log y), median query."""
     d = np.asarray(curves["d_k"], dtype=np.float64)
@@ -315,17 +321,19 @@ def curves_figure(curves: dict, d_k: int | None = None) -> go.Figure:
                             name=f"even spread: log {curves['n_keys']}", line=dict(color=REF_COLOR, dash="dash"),
                             hoverinfo="skip", row=row, col=col)
         for setting, color, name in (("scaled", SCALED_COLOR, "× 1/√d_k (paper)"),
-                                     ("unscaled", UNSCALED_COLOR, "× 1 (unscaled)")):
+                                     ("unscaled", UNSCALED_COLOR, "× 1 (unscaled)")):  # and CURVE_STYLES
             y = np.asarray(curves[setting][metric], dtype=np.float64)
             if log_y:
                 y = np.where(y > 0, y, np.nan)  # a log axis cannot show 0
             fig.add_scatter(x=d, y=y, mode="lines+markers", name=name, legendgroup=setting, showlegend=i == 0,
-                            line=dict(color=color, width=3), marker=dict(size=7),
+                            line=dict(color=color, width=3, dash=CURVE_STYLES[setting][0]),
+                            marker=dict(size=7, symbol=CURVE_STYLES[setting][1]),
                             hovertemplate=f"d_k = %{{x}}<br>{name}: %{{y:.3g}}<extra></extra>", row=row, col=col)
         if d_k is not None:
             ys = [value_at(curves, s, metric, d_k) for s in ("scaled", "unscaled")]
             fig.add_scatter(x=[d_k, d_k], y=ys, mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=15, color=[SCALED_COLOR, UNSCALED_COLOR],
+                                        symbol=[CURVE_STYLES[s][1] for s in ("scaled", "unscaled")],
                                         line=dict(color=TEXT_COLOR, width=2)), row=row, col=col)
         if log_y:
             fig.update_yaxes(type="log", exponentformat="power", dtick=1, row=row, col=col)
@@ -389,7 +397,7 @@ def entropy_comparison_figure(
     # the colour bar under the map, across it: beside it, it took a phone's columns. No title of its own (a title
     # costs plotly a measurement of the whole bar, ~5 ms a draw): the unit is in the Plot's label (ENTROPY_LABEL).
     # Its tick labels drawn as they are, as the axes' are (viz.axes.bare_axis).
-    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=0, cmax=top, colorbar=dict(
+    fig.update_layout(coloraxis=dict(colorscale=[list(stop) for stop in COLORSCALE], cmin=0, cmax=top, colorbar=dict(
         outlinewidth=0, orientation="h", thickness=12, x=0, xanchor="left", ticklabeloverflow="allow",
         len=1, y=-64 / (_ENTROPY_ROW_PX * len(rows)), yanchor="top")))
     # each half's title from the left edge, just above it (the lower one's in the gap)

@@ -2,7 +2,8 @@
 maps, each cell labelled with the head's role (short; the hover gives it in full).
 
 Every cell's customdata is [kind, layer, head, role] (1-based), so that a click can name the head (the page script,
-assets/web/heads.js, reads it). Colours: shares on 0..1 and entropy from 0 in Viridis, the offset diverging around 0.
+assets/web/heads.js, reads it).
+Colours: shares on 0..1 and entropy from 0 in the maps' scale (viz.heatmaps.COLORSCALE), the offset diverging around 0.
 Inputs are plain arrays and role names (``model.probes.analysis`` computes them); this module imports neither torch
 nor gradio. Transparent backgrounds, mid-grey text; titles and labels escaped.
 """
@@ -23,7 +24,8 @@ ROLE_SHORT = {  # cell text, a word each (escaped: plotly reads it as markup); t
     "EOS-sink": "EOS", "start-sink": "&lt;s&gt;", "previous-token": "prev", "next-token": "next", "self": "self",
     "punctuation": "punct", "alignment": "align", "broad": "broad", "mixed": "mixed", "no data": "",
 }
-DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#b2182b"]]  # RdBu
+# RdBu, its ends ≥ 3:1 on light and dark (viz.inside)
+DIVERGING = [[0.0, "#3f7fd0"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"], [1.0, "#e0464f"]]
 _CELL_PX, _PANEL_GAP_PX, _TOP_PX = 30, 46, 40
 CELL_TEXT_PX = 12  # presentation mode draws it at 16 px (assets/web/app.css)
 # The colour bar lies under the grids, across them: on a 390-px phone eight columns then keep ~34 px each, room
@@ -38,10 +40,10 @@ def _color_range(stat: str, values: np.ndarray) -> tuple[float, float, list]:
     if stat == "offset":
         m = max(1.0, math.ceil(top))
         return -m, m, DIVERGING
-    viridis = [list(stop) for stop in COLORSCALE]
+    sequential = [list(stop) for stop in COLORSCALE]
     if stat == "entropy":
-        return 0.0, max(1.0, math.ceil(top * 2) / 2), viridis
-    return 0.0, 1.0, viridis
+        return 0.0, max(1.0, math.ceil(top * 2) / 2), sequential
+    return 0.0, 1.0, sequential
 
 
 def stats_grid_spec(values: Mapping[str, np.ndarray], roles: Mapping[str, list[list[str]]], stat: str,

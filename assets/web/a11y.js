@@ -70,6 +70,19 @@
       : Number(Number(v).toPrecision(4)))));
   };
   const shown = (v) => (v === null || v === undefined ? '' : String(v));
+  // ``text`` into ``node``, the German words it quotes (d.lang.words) in <span lang="de">: said as German
+  const german = (node, text, words = []) => {
+    const quoted = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+    const re = new RegExp(`(?<![\\p{L}\\p{N}])(?:${quoted})(?![\\p{L}\\p{N}])`, 'gu');
+    let at = 0;
+    node.replaceChildren();
+    for (const m of words.length ? text.matchAll(re) : []) {
+      node.append(text.slice(at, m.index), el('span', {lang: 'de'}, m[0]));
+      at = m.index + m[0].length;
+    }
+    node.append(text.slice(at));
+    return node;
+  };
 
   const csvOf = (table, values) => {
     const cell = (v) => { const s = shown(v); return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s; };
@@ -88,7 +101,7 @@
     table.rows.forEach((name, i) => {
       const row = body.insertRow();
       row.appendChild(th(name, 'row', lang.rows));
-      for (const v of values[i] || []) row.appendChild(el('td', {}, shown(v)));
+      for (const v of values[i] || []) row.appendChild(german(el('td'), shown(v), lang.words));
     });
     return t;
   };
@@ -202,9 +215,9 @@
   };
 
   // ------------------------------------------------------------------------------------------- a figure drawn
-  const markTicks = (gd) => {  // German tick labels (d.lang): the y axis's are the rows, the x axis's the columns
+  const markTicks = (gd) => {  // German tick labels (d.lang: y, x; else those of the rows and columns: a heatmap's)
     const lang = (describedBy(gd) || {}).lang || {};
-    for (const [axis, side] of [['.ytick text', lang.rows], ['.xtick text', lang.columns]]) {
+    for (const [axis, side] of [['.ytick text', lang.y ?? lang.rows], ['.xtick text', lang.x ?? lang.columns]]) {
       gd.querySelectorAll(axis).forEach((t) => (side ? t.setAttribute('lang', side) : t.removeAttribute('lang')));
     }
   };
@@ -215,7 +228,7 @@
     if (!block || !d) return;
     const parts = partsOf(block);
     parts.gd = gd;
-    parts.summary.textContent = d.summary;
+    german(parts.summary, d.summary, (d.lang || {}).words);
     const svgs = [...gd.querySelectorAll('svg.main-svg')];
     let named = svgs[0];
     if (d.grid) {

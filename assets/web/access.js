@@ -20,16 +20,17 @@
     const cs = getComputedStyle(e);
     const x = /auto|scroll/.test(cs.overflowX) && e.scrollWidth > e.clientWidth + SLACK;
     const y = /auto|scroll/.test(cs.overflowY) && e.scrollHeight > e.clientHeight + SLACK;
-    return (x || y) && !e.querySelector(FOCUSABLE);
+    return (x || y) && !e.querySelector(FOCUSABLE) ? (x ? 'x' : 'y') : '';  // which way it scrolls
   };
   const reachable = (e) => {
     if (e.querySelector('.progress-text, .eta-bar')) {  // Gradio's progress over it: measured once it has gone
       window.setTimeout(() => e.isConnected && reachable(e), 500);
       return;
     }
-    if (scrolls(e)) {
-      if (e.hasAttribute('data-attn-scroll')) return;
-      e.setAttribute('data-attn-scroll', '');
+    const way = scrolls(e);
+    if (way) {
+      if (e.getAttribute('data-attn-scroll') === way) return;
+      e.setAttribute('data-attn-scroll', way);  // (x: app.css says "scroll sideways" on a narrow screen)
       e.setAttribute('tabindex', '0');
       e.setAttribute('role', 'region');
       e.setAttribute('aria-label', `${(e.innerText || '').trim().split('\n')[0].slice(0, 60)} (scrolls)`);

@@ -16,7 +16,8 @@
     const {cell, gap, top} = layout.meta.grid, layers = layout[axes[0]].tickvals.length;
     const plot = layers * cell + gap, y1 = 1 - (gap - 8) / plot, step = 1 / n, pad = GAP_PX / width;
     const t = layout.title && layout.title.text ? layout.margin.t : 8;  // (no title: no room kept for one)
-    const out = {...layout, height: t + plot + layout.margin.b, margin: {...layout.margin, t}};
+    const out = {...layout, height: t + plot + layout.margin.b, margin: {...layout.margin, t},
+                 meta: {...layout.meta, sideBySide: true}};
     axes.forEach((y, i) => {
       const x = y.replace('y', 'x'), x0 = i * step + (i ? pad / 2 : 0);
       out[x] = {...layout[x], domain: [x0, (i + 1) * step - (i < n - 1 ? pad / 2 : 0)]};
@@ -30,9 +31,12 @@
   };
   drawHooks.push((gd, data, layout) => {
     if (!gd.closest(`#${page.cellGrid}`)) return null;
-    gd.attnStacked = layout;  // as the server laid it out, for a change of the screen's width
-    const out = WIDE.matches && sideBySide(layout);
-    return out ? {data, layout: out} : null;
+    // as the server laid it out, for a change of the screen's width (a redraw of the page's, as the theme changes,
+    // hands back the layout drawn: side by side, it is not kept)
+    const stacked = layout.meta && layout.meta.sideBySide ? gd.attnStacked || layout : layout;
+    gd.attnStacked = stacked;
+    const out = WIDE.matches && sideBySide(stacked);
+    return out ? {data, layout: out} : (stacked !== layout ? {data, layout: stacked} : null);
   });
   WIDE.addEventListener('change', () => {  // a window made wider or narrower: the grid laid out again
     const gd = document.querySelector(`#${page.cellGrid} .js-plotly-plot`);

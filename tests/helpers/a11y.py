@@ -110,6 +110,55 @@ def overflow(page: Page) -> list[str]:
     return page.evaluate(OVERFLOW)
 
 
+# At 320 CSS px, what is cut off in the open tab (WCAG 1.4.10: no content lost): a text that reaches past the screen
+# or past a box that clips it (overflow hidden, an SVG's edge) by more than 2 px, unless a box that scrolls holds it;
+# and a box that scrolls sideways with no cue that it does (a scroll bar that takes room, or a "scroll sideways" line
+# of its own). Screen-reader-only text and plotly's hover and toolbar layers are not shown, so not measured.
+CLIPPED = """() => {
+    const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.offsetParent), out = [];
+    const unseen = (e) => e.closest('.attn-sr, .attn-skip, .hoverlayer, .modebar')
+        || !e.checkVisibility({visibilityProperty: true, opacityProperty: true});
+    const scrolls = (p) => /auto|scroll/.test(getComputedStyle(p).overflowX);
+    const clips = (p) => p.tagName === 'svg' || /hidden|clip/.test(getComputedStyle(p).overflowX);
+    const name = (p) => `${p.tagName}#${p.id}.${String(p.className.baseVal ?? p.className).slice(0, 30)}`;
+    const check = (e, r, what) => {
+        if (!r.width || !r.height) return;
+        const within = (b) => r.left >= b.left - 2 && r.right <= b.right + 2;
+        for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+            if (scrolls(p)) return;  // a box that scrolls: its own region
+            if (clips(p) && !within(p.getBoundingClientRect())) { out.push(`${what} cut by ${name(p)}`); return; }
+        }
+        if (!within({left: 0, right: innerWidth})) out.push(`${what} past the screen`);
+    };
+    const texts = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
+    for (let n = texts.nextNode(); n; n = texts.nextNode()) {
+        const e = n.parentElement, what = `"${n.textContent.trim().slice(0, 40)}"`;
+        if (!n.textContent.trim() || !e || unseen(e)) continue;
+        if (e.closest('svg')) {
+            if (e.matches('text, tspan') && !e.querySelector('tspan')) check(e, e.getBoundingClientRect(), what);
+            continue;
+        }
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        for (const r of range.getClientRects()) check(e, r, what);
+    }
+    for (const box of panel.querySelectorAll('*')) {
+        if (!scrolls(box) || box.scrollWidth <= box.clientWidth + 2 || unseen(box)) continue;
+        const bar = box.offsetHeight - box.clientHeight - parseFloat(getComputedStyle(box).borderTopWidth)
+            - parseFloat(getComputedStyle(box).borderBottomWidth);
+        const said = /scroll/.test(getComputedStyle(box, '::before').content);
+        if (bar <= 0 && !said) out.push(`${name(box)} scrolls sideways with no cue`);
+    }
+    return [...new Set(out)].slice(0, 12);
+}"""
+
+
+def clipped(page: Page) -> list[str]:
+    """At 320 CSS px wide (``overflow`` sets it): what the open tab cuts off, and its sideways scroll boxes with no cue
+    that they scroll; [] when nothing is lost."""
+    return page.evaluate(CLIPPED)
+
+
 # The tabs in the order visited (and two more views of two of them, each visited from its tab: ``OTHER_VIEWS``), and
 # what shows that each is drawn (selectors; Lab: its summary, with or without its training curves)
 TABS = {

@@ -17,7 +17,9 @@ The meta's shape (a contract with assets/web/a11y.js):
    "grid": {"blocks": [{"xaxis": "x", "yaxis": "y", "x": [[lo, hi]], "y": [[lo, hi]],   # cells in axis units
                         "labels": [[str]] | null,   # null: "'row' → 'column': value", the table's cell
                         "send": [[str]] | [str]}]},     # per cell (or per row): what Enter sends, as a click does
-   "lang": {"rows": "de" | null, "columns": "de" | null}}  # German headers and tick labels (absent: none)
+   "lang": {"rows": "de" | null, "columns": "de" | null,   # German table headers (absent: none)
+            "y": "de" | null, "x": "de" | null,             # German tick labels
+            "words": [str]}}                                # German words the summary and table cells quote
 Text is plain (tokens as the figures show them, unescaped): the page writes it as text, never as markup.
 Gradio-free: numbers, tokens and plain dicts in, plain dicts out. The parts: ``core`` (the description, its table,
 how a figure carries it), ``attention`` (the attention maps' and Head analysis's), ``figures`` (any other figure,

@@ -32,8 +32,8 @@ class Description:
     summary: str
     table: Table
     grid: dict | None = field(default=None)
-    # the language of the table's row and column headers where it is not the page's English (German tokens), also
-    # that of the figure's y (rows) and x (columns) tick labels: {"rows": "de", "columns": None}
+    # where it is not the page's English (German tokens): {"rows", "columns"}: the table's row and column headers;
+    # {"y", "x"}: the figure's tick labels; {"words"}: the German words its summary and table cells quote
     lang: dict | None = field(default=None)
 
     def meta(self) -> dict:
@@ -43,10 +43,22 @@ class Description:
                 del out[key]
         return out
 
-    def in_german(self, rows: bool, columns: bool) -> Description:
-        """This description with its rows (queries) and columns (keys) marked German where they are."""
-        if rows or columns:
-            self.lang = {"rows": "de" if rows else None, "columns": "de" if columns else None}
+    def in_german(self, rows: bool, columns: bool, *, y: bool | None = None, x: bool | None = None,
+                  words: Sequence[str] | None = None) -> Description:
+        """This description with its German marked: the table's rows (queries) and columns (keys) where they are,
+        the figure's y and x tick labels (by default as the rows and columns: a heatmap's), and the ``words`` its
+        summary and table cells quote (by default the German headers, less the tokens the English headers also have:
+        "in", "</s>", "." say nothing of a language)."""
+        y, x = rows if y is None else y, columns if x is None else x
+        if words is None:
+            german = [*(self.table.rows if rows else ()), *(self.table.columns if columns else ())]
+            english = {*(self.table.rows if not rows else ()), *(self.table.columns if not columns else ())}
+            words = [w for w in german if w not in english]
+        words = sorted({w for w in words if any(c.isalpha() for c in w) and not w.startswith("<")}, key=len,
+                       reverse=True)
+        if rows or columns or y or x or words:
+            de = lambda on: "de" if on else None  # noqa: E731
+            self.lang = {"rows": de(rows), "columns": de(columns), "y": de(y), "x": de(x), "words": words}
         return self
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from model.terms import WORD_MARKER
+from viz import describe
 from viz.step_bars import cross_row_spec, hidden_spec, prob_text, self_row_spec, top5_spec, which_heads
 from viz.text import md_escape, plain_token
 from viz.views.attention.share import opens
@@ -85,8 +86,13 @@ def step_markdown(steps: DecodeSteps, t: int, layer: int, head: int, reveal: boo
 def _next_token(steps: DecodeSteps, step: int, layer: int, head: int, reveal: bool) -> tuple[str, Figure]:
     """The parts of a step's view that hold its next token: the Markdown, and the top 5 (a placeholder while the next
     token is hidden)."""
-    top5 = top5_spec(steps, step) if reveal else hidden_spec(step)
-    return step_markdown(steps, step, layer, head, reveal), finish_figure(top5, f"decode_step{step}_top5")
+    if not reveal:
+        return step_markdown(steps, step, layer, head, reveal), finish_figure(hidden_spec(step),
+                                                                               f"decode_step{step}_top5")
+    german = {"rows": True, "columns": False, "y": True, "x": False,  # the German candidates: its bars' rows
+              "words": describe.tokens(steps.top_tokens[step - 1])}
+    return (step_markdown(steps, step, layer, head, reveal),
+            finish_figure(top5_spec(steps, step), f"decode_step{step}_top5", german=german))
 
 
 def decode_step_view(steps: DecodeSteps, step, layer, head=MEAN, reveal: bool = True) -> DecodeStepView:
@@ -96,7 +102,9 @@ def decode_step_view(steps: DecodeSteps, step, layer, head=MEAN, reveal: bool = 
     markdown, top5 = _next_token(steps, step, layer, head, bool(reveal))
     return DecodeStepView(
         top5=top5,
-        self_row=finish_figure(self_row_spec(steps, step, layer, head), name.format("self")),
+        self_row=finish_figure(self_row_spec(steps, step, layer, head), name.format("self"),  # German keys
+                               german={"rows": True, "columns": False, "y": False, "x": True,
+                                       "words": describe.tokens(steps.prefix_tokens(step - 1))}),
         cross_row=finish_figure(cross_row_spec(steps, step, layer, head), name.format("cross")),
         markdown=markdown,
     )

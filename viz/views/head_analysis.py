@@ -272,5 +272,5 @@ def rollout_plots(result: AttentionResult | None, layer) -> tuple[Figure | None,
         spec = detail_spec(w, q, k, title, query_label=ql, key_label=kl)
         add_title_line(spec, f"{second} · colour 0–{top:.2f}")
         rescale_detail(spec, top)
-        figures.append(finish_figure(spec, name))
-    return tuple(figures)
+        figures.append(finish_figure(spec, name, german={"rows": True, "columns": False} if q is tgt else None))
+    return tuple(figures)  # (cross-attention's rows: the German decoder positions)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from viz import describe
 from viz.inside import (
     TOKEN_LEN,
     contributions_spec,
@@ -31,7 +32,7 @@ from viz.text import md_escape, plain_token
 from viz.views.inputs import MAX_SCALE, check_kind, check_tab_factor, real_number, whole_number
 from viz.views.outputs import Figure, Update, finish_figure, open_tab, skipped
 from viz.views.scaling import snapped
-from viz.vocab import KIND_LABELS, MEAN
+from viz.vocab import GERMAN_SIDES, KIND_LABELS, MEAN
 
 if TYPE_CHECKING:  # for the type hints only: this module needs no torch
     from model.network.config import TransformerConfig
@@ -67,8 +68,18 @@ def inside_head_view(hi: HeadInside) -> InsideHeadView:
     name = f"{hi.kind}_layer{hi.layer}_head{hi.head}_query{hi.query}"
     specs = {"scores": scores_spec, "figure2": figure2_spec, "projections": projections_spec,
              "head_output": head_output_spec, "footnote4": footnote4_spec, "contributions": contributions_spec}
-    figures = {field: finish_figure(spec(hi), f"{name}_{field}") for field, spec in specs.items()}
+    figures = {field: finish_figure(spec(hi), f"{name}_{field}", german=german_keys(hi, field))
+               for field, spec in specs.items()}
     return InsideHeadView(markdown=inside_markdown(hi), footnote4_text=footnote4_markdown(hi), **figures)
+
+
+def german_keys(hi: HeadInside, field: str) -> dict | None:
+    """Where a figure's German keys are (decoder self-attention's: the target's tokens), for ``finish_figure``: the
+    rows of its table, and its x tick labels (the head's output: its y, a row per key); None where it has none."""
+    if not GERMAN_SIDES[hi.kind][1] or field not in ("scores", "footnote4", "contributions", "head_output"):
+        return None
+    across = field != "head_output"
+    return {"rows": True, "columns": False, "x": across, "y": not across, "words": describe.tokens(hi.key_tokens)}
 
 
 # ------------------------------------------------------------------------------------------- the choices
@@ -120,6 +131,14 @@ def query_choices(tokens: Sequence[str]) -> list[tuple[str, int]]:
 
 def head_choices(n_heads: int) -> list[tuple[str, int]]:
     return [(str(h), h) for h in range(1, n_heads + 1)]
+
+
+def which_label(kind, layer, head, factor_text) -> str:
+    """The folded choices' title, the head they show and its scale: "Head: Encoder self-attention · layer 2 · head 3 ·
+    × 1/√d_k (change)". A value it cannot read is shown as it is (the tab's own messages come with its figures)."""
+    factor = str(factor_text or "").strip()
+    scale = f"× {factor}" if factor else "× 1/√d_k"
+    return f"Head: {KIND_LABELS.get(kind, kind)} · layer {layer} · head {head} · {scale} (change)"
 
 
 def follow(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, query):

@@ -21,7 +21,8 @@ class Figure(dict):
     that the app can tell the figures among a presenter's outputs."""
 
 
-def finish_figure(fig, filename: str, description: describe.Description | None = None) -> Figure:
+def finish_figure(fig, filename: str, description: describe.Description | None = None, *,
+                  german: dict | None = None) -> Figure:
     """A plotly figure or a figure spec dict -> the ``Figure`` that ``gr.Plot`` draws.
 
     Spec dicts (the heatmaps) skip ``go.Figure`` validation on the hot path. Without a title, the layout
@@ -30,7 +31,8 @@ def finish_figure(fig, filename: str, description: describe.Description | None =
     ``filename``.
 
     Every figure carries what it says to someone who cannot see it (``viz.describe``): ``description``, else one
-    read from its own traces (``describe.generic``).
+    read from its own traces (``describe.generic``); ``german``: where its German is (``Description.in_german``'s
+    arguments: a generic description's table rows or columns, tick labels, quoted words).
     """
     data = plotly_dict(fig) if isinstance(fig, dict) else json.loads(fig.to_json())
     if not (data["layout"].get("title") or {}).get("text"):
@@ -39,7 +41,8 @@ def finish_figure(fig, filename: str, description: describe.Description | None =
         margin["t"] = max(margin.get("t", 0), 30)
     data["config"] = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
     name = filename.replace("_", " ")  # a figure with no title of its own is named by its file
-    return Figure(describe.attach(data, description or describe.generic(data, name[:1].upper() + name[1:])))
+    said = description or describe.generic(data, name[:1].upper() + name[1:])
+    return Figure(describe.attach(data, said.in_german(**german) if german else said))
 
 
 

@@ -48,13 +48,17 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "lecture": "lecture",  # the lecture's caption bar (viz.views.lecture, lecture.js)
         # Figures walked cell by cell (a11y.js, viz.describe): Plot id -> where Enter on a cell sends, as a click does
         "gridClicks": {"overview": "tile-click", "detail": "row-click", "heads-grid": "heads-cell-click"},
-        # Each tab's main figure, for its skip link: the first of its Plot ids that is shown
+        # Each tab's main figure, for its skip link: the first of its Plot ids that is shown (Inside a head: its first
+        # panel, (a) of the one query or of the whole matrices; the panels follow in reading order)
         "mainFigures": {"attention": ["overview"], "decoding": ["decode-top5"], "scaling": ["variance"],
-                        "inside": ["in-scores", "in-m-weights"], "heads": ["heads-grid"], "architecture": ["figure1"],
-                        "lab": ["lab-curves"]},
+                        "inside": ["in-projections", "in-m-projections"], "heads": ["heads-grid"],
+                        "architecture": ["figure1"], "lab": ["lab-curves"]},
         "germanText": ["target", "translation"],  # marked lang="de" (access.js)
         # Buttons that take no Tab stop: the keys of a stop before them do the same (a11y.js: the step's slider)
         "keyOnly": ["step-prev", "step-next"],
+        # Rows that are one Tab stop, moved in with the arrow keys (stops.js): element id -> the row's name; choices
+        # folded under a button that names them (stops.js): the button's id -> the folded row's
+        "toolbars": {"action-row": "Run, examples, link and presentation mode"}, "folds": {"in-which": "in-choices"},
         # each tab's main figure, by tab id: a shared link opens scrolled to it (classroom.js)
         "linkFigures": {"attention": "detail", "decoding": "decode-cross", "inside": "in-scores",
                         "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}
@@ -63,8 +67,8 @@ WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's scrip
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
 # it does. draw.js comes first: it wraps plotly before the first figure is drawn; a11y.js next: its keys come first.
-SCRIPTS = ("page.js", "draw.js", "a11y.js", "export.js", "overview.js", "figure1.js", "lines.js", "decoding.js",
-           "classroom.js", "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js", "access.js")
+SCRIPTS = ("page.js", "draw.js", "a11y.js", "stops.js", "export.js", "overview.js", "figure1.js", "lines.js",
+           "decoding.js", "classroom.js", "inside.js", "live.js", "heads.js", "timelapse.js", "lecture.js", "access.js")
 
 
 def page_script(web: Path = WEB) -> str:

@@ -25,7 +25,7 @@ _PIECES = (
     "*einem*, *perform ·s* is *performs*. Punctuation and `<s>` / `</s>` (start and end) are pieces of their own."
 )
 _COLOURS = (
-    "**Colours.** Dark purple is little weight, yellow is much. *0 – 1* uses one scale for every map, so "
+    "**Colours.** Black is little weight, orange is much. *0 – 1* uses one scale for every map, so "
     "maps can be compared; *0 – largest* stretches the scale to this map's largest weight; *per row* "
     "stretches every row to its own largest weight (each row then shows where it looks most, however "
     "spread out it is). The hover always shows the weight itself."

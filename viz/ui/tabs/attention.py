@@ -45,6 +45,8 @@ def build_attention(page: Page) -> AttentionView:
     cfg, v = page.runs.cfg, AttentionView()
     with gr.Tab("Attention", id="attention", elem_id="attention-tab"):
         # One screen at 1280×720 (a projector): sentence and translation, actions, then choices | overview | close-up.
+        # The Tab order: the sentences, the actions (one stop: PAGE["toolbars"]), the overview, the close-up, then the
+        # choices that refine them (drawn left of the figures: app.css), the alignment view.
         with gr.Row(elem_id="sentence-row"):
             v.source = sentence_box("English sentence", lines=1, scale=4, elem_id="source")
             v.target = gr.Textbox(label="Your own German translation (optional)", lines=1, scale=3,
@@ -57,7 +59,8 @@ def build_attention(page: Page) -> AttentionView:
             v.run_btn = gr.Button("Translate and show attention", variant="primary", elem_id="run", scale=0,
                                   min_width=300)
             v.example = gr.Dropdown(examples.CHOICES, value=examples.PROMPT, label="Examples that teach",
-                                    show_label=False, container=False, scale=3, elem_id="example")
+                                    show_label=False, container=False, scale=3, elem_id="example",
+                                    filterable=False)  # a list: the row's arrow keys move on (stops.js)
             v.copy_btn = gr.Button("Copy link to this view", size="md", elem_id=PAGE["copyLink"], scale=0,
                                    min_width=200)
             v.present = gr.Checkbox(False, label="Presentation mode", container=False, scale=0, min_width=190,
@@ -68,11 +71,11 @@ def build_attention(page: Page) -> AttentionView:
         with gr.Column(visible=False, elem_id="given") as v.given:  # a translation of one's own (teacher forcing)
             v.given_plot = gr.Plot(label=teacher.LABEL, elem_id="given-probs")
         with gr.Row(elem_id="plots-row"):
-            choices_column(cfg, v, classroom.first_choice(page.runs) or (1, MEAN))
             v.overview = gr.Plot(label="All layers (rows of tiles) × heads (columns) — click a tile",
                                  elem_id=PAGE["overview"], min_width=360)
             v.detail = gr.Plot(label="Close-up: rows attend to columns · click a row (or Enter on it): inside the "
                                "head", elem_id=PAGE["detail"], min_width=360)
+            choices_column(cfg, v, classroom.first_choice(page.runs) or (1, MEAN))
         with gr.Row(), gr.Column(min_width=300):
             v.lines_head = gr.Radio(alignment.lines_head_choices(cfg.n_heads), value=0, elem_id="lines-head",
                                     label="Alignment view: a line per pair, opacity = weight; hover or click a "

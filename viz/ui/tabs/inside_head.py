@@ -30,11 +30,16 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     with gr.Tab("Inside a head", id="inside") as tab:
         gr.Markdown(inside_view.INTRO)
         how_to_read("inside")
-        with gr.Row():
+        # The head comes from the Attention tab (a row of its close-up): its choices folded under a button that names
+        # it (PAGE["folds"]: shown by the page, kept in it for the link), so that the query and the figures are a few
+        # Tab presses from the tab's start
+        which = gr.Button(inside_view.which_label("encoder_self", 1, 1, ""), size="sm", elem_id="in-which")
+        with gr.Row(elem_id="in-choices", elem_classes="attn-folded"):
             kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind of attention", scale=3,
                                elem_id="in-kind")
             layer = layer_slider(cfg, scale=2, elem_id="in-layer")
-            head = gr.Radio(inside_view.head_choices(cfg.n_heads), value=1, label="Head", scale=4, elem_id="in-head")
+            head = gr.Radio(inside_view.head_choices(cfg.n_heads), value=1, label="Head", scale=4,
+                            elem_id="in-head")
             factor = gr.Textbox("", label="Scale (empty = 1/√d_k, 1 = none; Enter)", scale=2, elem_id="in-factor")
             with gr.Column(scale=1, min_width=160):
                 take = gr.Button("Use the Why tab's scale factor", size="sm", elem_id="in-take-factor")
@@ -81,6 +86,8 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     hold = {"fn": listener(matrix_view.held_queries, runs.inside_head, cfg), "inputs": draw["inputs"],
             "outputs": held, "preprocess": False, "show_progress": "hidden", **PRIVATE}
     taken, chosen = [view.kind, view.layer, view.head], [kind, layer, head, query]  # the Attention tab's; this tab's
+    gr.on([kind.change, layer.change, head.change, factor.change], inside_view.which_label,
+          [kind, layer, head, factor], which, queue=False, show_progress="hidden", **PRIVATE)
     tab.select(None, None, None, js=in_browser("insideHold", ""))  # nothing held (the sentence may have changed)
     tab.select(listener(matrix_view.opening, cfg, runs.footnote4_pick), [page.result, seen, *taken],
                [*chosen, seen, note], **PRIVATE).then(**draw).success(**hold)

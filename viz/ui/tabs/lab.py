@@ -42,12 +42,12 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
         table3a_note = gr.Markdown(elem_id="lab-table3a-note")
         gr.Markdown(lab.summary(shelf), elem_id="lab-summary")
         gr.Markdown("### Footnote 4 in training")
-        with gr.Row():
+        curves = gr.Plot(label="Training curves", elem_id="lab-curves")
+        with gr.Row():  # under the curves, as their key: the figure a few Tab presses from the tab's start
             kind = gr.Dropdown(maps.KIND_CHOICES, value="encoder_self", label="Kind", scale=2)
             layer = gr.Slider(0, runs.cfg.n_layers, value=0, step=1, label="Layer (0 = mean over layers)", scale=2)
             chosen = gr.CheckboxGroup(lab.run_choices(shelf), value=[n for n in lab.FOOTNOTE4_RUNS if n in names],
                                       label="Runs", scale=5, elem_id="lab-runs")
-        curves = gr.Plot(label="Training curves", elem_id="lab-curves")
         curves_note = gr.Markdown(elem_id="lab-curves-note")
         gr.Markdown("### Two siblings on your sentence")
         live = [(lab_label, name) for lab_label, name in lab.run_choices(shelf) if name in shelf.live]

@@ -60,7 +60,11 @@ def overview_plot(result: AttentionResult, kind: str, present: bool = False) -> 
     q_tokens, k_tokens = result.tokens(kind)
     maps = result.maps(kind)  # (L, H, Q, K)
     spec = projector.fit_overview(overview_spec(maps, q_tokens, k_tokens, causal=kind == "decoder_self"))
-    said = describe.overview(KIND_LABELS[kind], maps, q_tokens, k_tokens, trace=spec["data"][0])
+    rows_de, columns_de = GERMAN_SIDES[kind]  # its table's rows are heads: only the pairs it quotes are German
+    german = [*(q_tokens if rows_de else ()), *(k_tokens if columns_de else ())]
+    english = set(describe.tokens([*(q_tokens if not rows_de else ()), *(k_tokens if not columns_de else ())]))
+    said = describe.overview(KIND_LABELS[kind], maps, q_tokens, k_tokens, trace=spec["data"][0]).in_german(
+        False, False, words=[t for t in describe.tokens(german) if t not in english])
     figure = finish_figure(margins.fit(projector.present_overview(spec) if present else spec), f"{kind}_all_heads",
                            said)
     what = f"{KIND_LABELS[kind]} · all {maps.shape[0]} layers (rows) × {maps.shape[1]} heads (columns)"
