@@ -89,6 +89,11 @@ def test_an_event_shows_its_progress_where_its_answer_is_read(demo):
         if fn.outputs and any(shows_progress(o) for o in fn.outputs):
             assert all(shows_progress(t) for t in fn.show_progress_on), fn.name
             assert not [t for t in fn.show_progress_on if isinstance(t, controls) or t.visible is not True], fn.name
+    # an event that shows no progress keeps one target (Inside a head's new query updates 17 outputs, a lecture's move
+    # dozens: each target is refreshed on every status message of every event after it)
+    hidden = {fn.name: fn for fn in demo.fns.values() if fn.show_progress == "hidden" and fn.outputs}
+    assert {"show_query", "move"} <= set(hidden) and len(hidden["move"].outputs) > 30, sorted(hidden)
+    assert {name: len(fn.show_progress_on) for name, fn in hidden.items() if len(fn.show_progress_on) != 1} == {}
     with gr.Blocks() as other, gr.Tabs() as tabs:
         with gr.Tab("a"):
             button = gr.Button()
