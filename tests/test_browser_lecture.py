@@ -219,3 +219,34 @@ def test_the_whole_lecture_walks_in_place_with_the_keyboard(browser: Browser, se
         tabs(browser).give_back(tab)
     watch.errors = [e for e in watch.errors if not LEFT_BEHIND.search(e)]
     watch.assert_clean()
+
+
+# Each role word of Head analysis's grid within its cell (presentation mode's 16 px on a phone's narrow cells)
+WORDS_FIT = """() => {
+  const gd = document.querySelector('#heads-grid .js-plotly-plot'), x = gd._fullLayout.xaxis;
+  const cell = x._length / x.tickvals.length;
+  return [...gd.querySelectorAll('.heatmap-label text')].filter((t) => t.textContent.trim())
+    .map((t) => [t.textContent, parseFloat(getComputedStyle(t).fontSize), t.getBoundingClientRect().width, cell]);
+}"""
+
+
+def test_on_a_phone_the_marks_of_figure_2_the_close_up_and_the_grid_are_on_screen(browser: Browser, server: str):
+    """At 390×844 (presentation mode, as the lecture is): stop 8's Concat block, in Figure 2 wider than the phone, is
+    scrolled into view (sideways: the figure is as tall as the screen, the page ends under it); stop 9's close-up
+    whole above the bar; stop 12's role words each within its cell at 16 px (one page load, moved in place)."""
+    tab = tabs(browser).take(390, 844)
+    page, watch = tab.page, tab.watch
+    try:
+        goto(page, f"{server}?{urlencode({'lecture': '1', 'stop': '8'})}")
+        _shown(page, 8, whole=False)
+        for n in (9, 10, 11, 12):
+            page.keyboard.press("PageDown")
+            page.wait_for_url(re.compile(rf"[?&]stop={n}(&|$)"))
+            if n in (9, 12):
+                _shown(page, n)
+        words = page.evaluate(WORDS_FIT)
+        assert words and all(px >= 16 and width <= cell for _, px, width, cell in words), words
+    finally:
+        tabs(browser).give_back(tab)
+    watch.errors = [e for e in watch.errors if not LEFT_BEHIND.search(e)]
+    watch.assert_clean()

@@ -325,3 +325,42 @@ def test_the_page_holds_every_querys_figures_of_the_head_shown(translator, monke
     assert mv.held_queries(inside, translator.cfg, None, "query", "cross", 2, 1, 0, "") == ""
     monkeypatch.setattr(mv, "HELD_QUERIES", len(result.tokens("cross")[0]) - 1)
     assert mv.held_queries(inside, translator.cfg, result, "query", "cross", 2, 1, 0, "") == ""
+
+
+def test_a_link_brings_its_view_drawn_and_the_tabs_opening_draws_it_not_again(translator):
+    """A link that names the tab (a page load's, a lecture's move) draws its view in its own answer, with the key of
+    what the figures then show; the tab's opening, which follows, draws nothing for those choices, and draws anew for
+    any other (another query, or after the tab drew another view itself: ``brought`` gone). The same link again,
+    the tab's choices still the link's, draws nothing."""
+    from viz.views.attention.share import View
+
+    result, cfg = translator.attention(SOURCE), translator.cfg
+    drawn = []
+
+    def matrices(*args):
+        drawn.append(args[1:])
+        return head_matrices(translator, prepare(translator, SOURCE), None, *args[1:])
+
+    def inside(*args):
+        drawn.append(args[1:])
+        return inside_head(translator, prepare(translator, SOURCE), None, *args[1:])
+
+    link = View(SOURCE, kind="encoder_self", layer=2, head=3, tab="inside", query=1, show="matrix")
+    out = mv.open_link_drawn(inside, matrices, cfg, link, result, "encoder_self", 2, 3, "query", "")
+    kind, layer, head, chips, _, mode, key, *shown, tab = out
+    assert (kind, layer, head, chips.props["value"], mode) == ("encoder_self", 2, 3, 1, "matrix")
+    assert len(shown) == mv.N_SHOW and drawn == [("encoder_self", 2, 3, None)] and tab is not SKIP
+    assert key == mv.drawn_key(cfg, result, "matrix", "encoder_self", "2", "3", "1")  # (the page's values as text)
+    opened = mv.show_opened(inside, matrices, cfg, key, result, "matrix", "encoder_self", 2, 3, 1, "")
+    assert all(o is SKIP for o in opened) and len(drawn) == 1
+    assert mv.held_opened(inside, cfg, key, result, "matrix", "encoder_self", 2, 3, 1, "") is SKIP
+    again = mv.open_link_drawn(inside, matrices, cfg, link, result, "encoder_self", 2, 3, "matrix", "", key,
+                               "encoder_self", 2, 3, 1)
+    assert all(o is SKIP for o in again[6:-1]) and again[-1] is not SKIP and len(drawn) == 1
+    moved = mv.open_link_drawn(inside, matrices, cfg, link, result, "encoder_self", 2, 3, "matrix", "", key,
+                               "encoder_self", 2, 3, 2)  # the visitor's query since: drawn again
+    assert moved[6] == key and len(drawn) == 2
+    *figures, brought = mv.show_opened(inside, matrices, cfg, key, result, "query", "encoder_self", 2, 3, 1, "")
+    assert brought is None and not all(o is SKIP for o in figures) and drawn[-1] == ("encoder_self", 2, 3, 1, None)
+    other = View(SOURCE, tab="attention")
+    assert all(o is SKIP for o in mv.open_link_drawn(inside, matrices, cfg, other, result, "cross", 1, 1, "query", ""))

@@ -89,6 +89,11 @@ def test_an_event_shows_its_progress_where_its_answer_is_read(demo):
         if fn.outputs and any(shows_progress(o) for o in fn.outputs):
             assert all(shows_progress(t) for t in fn.show_progress_on), fn.name
             assert not [t for t in fn.show_progress_on if isinstance(t, controls) or t.visible is not True], fn.name
+    # an event that shows no progress keeps one target (Inside a head's new query updates 17 outputs, a lecture's move
+    # dozens: each target is refreshed on every status message of every event after it)
+    hidden = {fn.name: fn for fn in demo.fns.values() if fn.show_progress == "hidden" and fn.outputs}
+    assert {"show_query", "move"} <= set(hidden) and len(hidden["move"].outputs) > 30, sorted(hidden)
+    assert {name: len(fn.show_progress_on) for name, fn in hidden.items() if len(fn.show_progress_on) != 1} == {}
     with gr.Blocks() as other, gr.Tabs() as tabs:
         with gr.Tab("a"):
             button = gr.Button()
@@ -173,3 +178,23 @@ def test_a_plain_visit_asks_the_server_only_for_the_attention_tabs_view(demo, ti
     figures = (*variance[:2], *saturation[:2])
     for elem_id, figure in zip(("variance", "histogram", "softmax-weights", "curves"), figures, strict=True):
         assert json.loads(by_id[elem_id].value["plot"]) == json.loads(json.dumps(figure)), elem_id
+
+
+def test_a_figure_whose_events_alone_write_it_is_drawn_again_only_for_new_values():
+    """``unless_drawn``: the same values again (a tab opened again) change nothing, new ones draw and say what they
+    drew; a link that drew the figure with the same key (``drawn_key``) counts as drawn."""
+    from viz.ui.wiring import unless_drawn
+    from viz.views.outputs import SKIP, drawn_key
+
+    calls = []
+
+    def curves(kind, layer):
+        calls.append((kind, layer))
+        return f"figure {kind} {layer}", "note"
+
+    run = unless_drawn(curves, 2)
+    figure, note, key = run(None, "cross", 2)
+    assert (figure, note, calls) == ("figure cross 2", "note", [("cross", 2)]) and key == drawn_key("cross", 2)
+    assert run(key, "cross", 2) == (SKIP, SKIP, SKIP) and len(calls) == 1
+    assert run(key, "cross", 3)[0] == "figure cross 3" and len(calls) == 2
+    assert run(drawn_key("cross", 4), "cross", 4) == (SKIP, SKIP, SKIP) and len(calls) == 2

@@ -52,7 +52,23 @@
     return {type: 'plotly', plot: JSON.stringify(applyChanges(held.frames.base, changes))};
   };
 
+  // A role word wider than its cell (presentation mode's 16 px on a phone: "mixed" 43 px in a 41-px cell) is drawn as
+  // wide as the cell, its letters a little narrower, its size kept
+  const fitWords = (gd) => {
+    const fl = gd._fullLayout, x = fl && fl.xaxis, n = x && x.tickvals ? x.tickvals.length : 0;
+    if (!n) return;
+    const room = x._length / n - 4;
+    gd.querySelectorAll('.heatmap-label text').forEach((t) => {
+      t.removeAttribute('textLength');
+      if (t.getComputedTextLength() > room) {
+        t.setAttribute('textLength', room.toFixed(1));
+        t.setAttribute('lengthAdjust', 'spacingAndGlyphs');
+      }
+    });
+  };
   eachPlot(page.cellGrid, (gd) => {
+    gd.on('plotly_afterplot', () => fitWords(gd));
+    fitWords(gd);
     gd.on('plotly_click', (ev) => {
       const cd = ev.points && ev.points[0] && ev.points[0].customdata;
       if (Array.isArray(cd) && cd.length >= 3) send(page.cellClick, `${cd[0]},${cd[1]},${cd[2]},${Date.now()}`);

@@ -289,7 +289,18 @@
             left: Math.min(...boxes.map((r) => r.left)), right: Math.max(...boxes.map((r) => r.right))};
   };
   window.attnLectureFrame = () => { const d = data(); return d && d.mark ? frameBox(d.mark) : null; };
+  // A mark in a box that scrolls sideways (a figure wider than a phone: Figure 2's blocks), brought into its middle
+  const sideways = (m) => {
+    const el = m.selector && document.querySelector(`#${m.plot} ${m.selector}`);
+    for (let box = el && el.parentElement; box; box = box.parentElement) {
+      if (box.scrollWidth <= box.clientWidth + 1 || !/auto|scroll/.test(getComputedStyle(box).overflowX)) continue;
+      const r = box.getBoundingClientRect(), at = el.getBoundingClientRect();
+      if (at.left < r.left || at.right > r.right) box.scrollLeft += (at.left + at.right - r.left - r.right) / 2;
+      return;
+    }
+  };
   const scrollTo = (m) => {
+    sideways(m);
     const box = frameBox(m), mark = markBox(), b = bar();
     if (!box || !mark) return false;
     const room = window.innerHeight - (b ? b.getBoundingClientRect().height : 0);
@@ -319,14 +330,8 @@
   const act = (d) => {
     const m = d.mark || {};
     if (m.query !== undefined && !clickInput(`#in-query input[type=radio][value="${m.query}"]`)) return false;
-    const block = document.getElementById(m.plot);
-    // moved in place to the tab's other view (its figures hidden): the tab draws a view on its own input (a click's)
-    if (m.query !== undefined && !(block && block.getClientRects().length)) {
-      const mode = document.querySelector('#in-view input:checked');
-      if (mode && done.moved && !done.redrawn) mode.dispatchEvent(new Event('input', {bubbles: true}));
-      done.redrawn = true;
-      return false;
-    }
+    const block = document.getElementById(m.plot);  // (its view comes with the move: viz.ui.lecture)
+    if (m.query !== undefined && !(block && block.getClientRects().length)) return false;
     if (d.action === 'predict') return !!plotOf('decode-cross') && clickInput('#predict-mode input[type=checkbox]');
     return true;
   };
@@ -350,7 +355,7 @@
     if (d.stop !== shown) {  // a new stop (a page load, or a move): its marks and its action anew
       if (shown !== null) unmark();
       document.body.classList.remove('attn-lecture-wide-maps');  // (fitNarrow: this stop's own sentence decides)
-      done = {acted: false, stale: null, moved: shown !== null};
+      done = {acted: false, stale: null};
       shown = d.stop;
       moved = false;
       since = Date.now();

@@ -11,7 +11,7 @@
 
    Drawn only when on screen (it is below the fold, and its many traces cost a busy page hundreds of ms): the app calls
    window.attnLinesStale() after a run or a new choice; the view is then asked for (page.linesRequest) at once if it is
-   on screen, else when it comes within 300 px of it. */
+   on screen, else when it comes within 300 px of it (in the lecture: once it is in sight). */
 (page, {send, onChange, eachPlot}) => {
   eachPlot(page.lines, (gd) => {
     let focus = null, pinned = false;  // focus: {side, index, key, data} or null = every line
@@ -51,8 +51,17 @@
   });
 
   let linesStale = false, linesSeen = false, linesEl = null, linesAsked = 0;
+  // In the lecture only once it is in sight above the caption bar (a stop scrolls its own figure into view: the
+  // view just under it would cost each stop a round trip and its lines drawn, while the next stop waits)
+  const inSight = () => {
+    if (!document.body.classList.contains('attn-lecture')) return true;
+    const el = document.getElementById(page.lines), bar = document.getElementById('lecture-bar');
+    const r = el ? el.getBoundingClientRect() : null;
+    const room = innerHeight - (bar ? bar.getBoundingClientRect().height : 0);
+    return !!r && r.height > 0 && r.top < room && r.bottom > 0;
+  };
   const requestLines = () => {
-    if (!linesStale || !linesSeen) return;
+    if (!linesStale || !linesSeen || !inSight()) return;
     linesStale = false;
     linesAsked += 1;  // every request a new value (a change), even two in one millisecond
     send(page.linesRequest, `${linesAsked},${Date.now()}`);
@@ -62,6 +71,7 @@
     linesSeen = entries[entries.length - 1].isIntersecting;
     requestLines();
   }, {rootMargin: '300px'});
+  window.addEventListener('scroll', () => { if (linesStale && linesSeen) requestLines(); }, {passive: true});
   onChange(() => {
     const el = document.getElementById(page.lines);
     if (el && el !== linesEl) {

@@ -14,7 +14,7 @@ import gradio as gr
 
 from model.probes.ablation import load_ranking
 from model.serving.runs import SessionResult
-from viz.ui.wiring import PRIVATE, Page, listener
+from viz.ui.wiring import LINES_STALE, PRIVATE, Page, listener
 from viz.views import lecture
 from viz.views.outputs import SKIP
 from viz.views.page import PAGE
@@ -41,25 +41,30 @@ def build_lecture(page: Page) -> None:
 
 
 def move_in_place(page: Page, bar: gr.HTML, stop_caption) -> None:
-    """The next stop in one event (``page.reopened``): the Attention tab opens its view (``page.open_view``), the
-    other tabs take their part (``page.parts``) with the values it set (the sentence's run, the kind, layer and head),
-    and ``stop_caption`` writes the bar; keys pressed fast: the last."""
-    open_view, view_outputs, then_run = page.open_view
+    """The next stop in one event (``page.reopened``): the Attention tab opens its view (``page.open_view``) with what
+    follows a run, the other tabs take their part (``page.parts``) with the values it set (the sentence's run, the
+    kind, layer and head), and ``stop_caption`` writes the bar; keys pressed fast: the last. The parsed link
+    (``page.link``) is read here, not sent: its change would start two more events that a move skips."""
+    open_view, view_outputs, (after_inputs, after_outputs, follow) = page.open_view
     open_parts, part_inputs, part_outputs = page.parts
-    outputs = list({id(c): c for c in [*view_outputs, *part_outputs, bar]}.values())  # (page.tabs once)
+    inputs = list({id(c): c for c in [*part_inputs, *after_inputs]}.values())
+    outputs = list({id(c): c for c in [*view_outputs, *after_outputs, *part_outputs, bar]
+                    if c is not page.link}.values())  # (page.tabs once)
 
     def move(request: gr.Request, asked: str, *values):
         shown = dict(zip(map(id, view_outputs), open_view(request, asked), strict=True))
-        given = dict(zip(map(id, part_inputs), values, strict=True))
-        for key, value in shown.items():  # what the Attention tab set, as the parts read it
-            if key in given:
-                given[key] = value.get() if isinstance(value, SessionResult) else value
-        *parts, tab = open_parts(shown[id(page.link)], *given.values())
-        out = {**shown, **dict(zip(map(id, part_outputs), parts, strict=True))}
+        received = dict(zip(map(id, inputs), values, strict=True))
+        given = {**received, **{key: value for key, value in shown.items() if key in received}}
+        for key, value in given.items():  # what the Attention tab set, as the parts read it
+            if isinstance(value, SessionResult):
+                given[key] = value.get()
+        out = {**shown, **follow(shown, received)}
+        *parts, tab = open_parts(shown[id(page.link)], *(given[id(c)] for c in part_inputs))
+        out.update(zip(map(id, part_outputs), parts, strict=True))
         out[id(page.tabs)] = shown[id(page.tabs)] if tab is SKIP else tab
         out[id(bar)] = stop_caption(shown[id(page.result)], asked, request)
         return tuple(out[id(c)] for c in outputs)
 
-    page.reopened = page.lecture_go.change(listener(move), [page.lecture_go, *part_inputs], outputs,
+    page.reopened = page.lecture_go.change(listener(move), [page.lecture_go, *inputs], outputs,
                                            show_progress="hidden", trigger_mode="always_last", **PRIVATE)
-    then_run(page.reopened)
+    page.reopened.success(None, js=LINES_STALE)  # (the alignment view: lines.js asks for it once it is on screen)

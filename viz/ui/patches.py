@@ -47,14 +47,17 @@ def progress_on_components(demo: gr.Blocks) -> None:
     component inside it: with the tabs an output of six events (a link, a tile or a button opens a tab), that was all
     ~225 components, several times per click. ``python -m bench --sections browser`` counts ``structuredClone`` calls
     per click on "Translate and show attention": 26,260 before, 9,792 after. A link's event alone (its controls, its
-    tab, its hidden link) made 25 targets. An event that names ``show_progress_on`` keeps it."""
+    tab, its hidden link) made 25 targets. An event that names ``show_progress_on`` keeps it; one that shows no
+    progress (``show_progress="hidden"``) has a single target: each status message refreshed every one (Inside a head's
+    new query had 16, a lecture's move 29), and each stays in the page's loading status for every later event."""
     for fn in demo.fns.values():
         if fn.show_progress_on is not None or not fn.outputs:
             continue
         components = [o for o in fn.outputs if not getattr(o, "children", None)]  # (gr.HTML: a BlockContext without)
         if not components:
             raise ValueError(f"the event {fn.name!r} updates only layout blocks: give it a show_progress_on")
-        fn.show_progress_on = [o for o in components if shows_progress(o)] or components[:1]
+        shown = [o for o in components if shows_progress(o)] or components[:1]
+        fn.show_progress_on = shown[:1] if fn.show_progress == "hidden" else shown
 
 
 STARTS = {"click", "submit"}  # a visitor's start of a run: once at a time (a double click runs it once)

@@ -25,7 +25,7 @@ from viz.text import md_escape
 from viz.ui.patches import escape_message
 from viz.views import decode_steps, reading
 from viz.views.attention import maps
-from viz.views.outputs import SKIP, Figure, JSONText, Update, skipped
+from viz.views.outputs import SKIP, Figure, JSONText, Update, drawn_key, skipped
 from viz.views.page import WEB
 from viz.vocab import MAX_CHARS
 
@@ -133,6 +133,23 @@ def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, no
 
     return gr.on(triggers, on_page, inputs, [*shown, notice], api_visibility="private", concurrency_id=api_name,
                  show_progress="minimal", **event)
+
+
+def unless_drawn(present: Callable, n_outputs: int) -> Callable:
+    """``present`` (``n_outputs`` outputs) for outputs that only its events write (and a link's: ``drawn_key``), as
+    ``(drawn, *values) -> (*outputs, drawn)``: ``drawn``, a gr.State, the key of the values they show; the same values
+    again (a tab opened again, a control set to what it was) change nothing — each answer costs the page its status
+    work, and figures their drawing."""
+
+    def run(drawn: str | None, *values):
+        key = drawn_key(*values)
+        if drawn == key:
+            return (*skipped(n_outputs), SKIP)
+        out = present(*values)
+        return (*(out if isinstance(out, tuple) else (out,)), key)
+
+    run.__name__, run.__doc__ = getattr(present, "__name__", "present"), present.__doc__
+    return run
 
 
 def warn(message: str) -> None:

@@ -133,6 +133,35 @@ def open_link(link: View | None, kind) -> tuple:
     return link.scope or SKIP, link.stat or SKIP, kind, open_tab("heads")
 
 
+def stats_key(result: AttentionResult | None, scope: str) -> str | None:
+    """What ``stats_view`` draws from: the scope, and for the sentence's the sentence (None: nothing to draw)."""
+    if scope not in SCOPES or (scope == "sentence" and result is None):
+        return None
+    sentence = (result.source_text, tuple(result.target_tokens), result.teacher_forced) if scope == "sentence" else ()
+    return repr((scope, sentence))
+
+
+def open_link_drawn(sample_stats: Callable[[], HeadStats], link: View | None, kind, result: AttentionResult | None,
+                    scope: str) -> tuple:
+    """``open_link`` with the link's grids in the same answer (a page load's or a lecture's move: the tab's opening
+    then computes nothing again, ``stats_opened``): its outputs but the tab, what the grids show (``stats_key``),
+    ``stats_view``'s outputs, then the tab opened; any other link changes nothing."""
+    *opened, tab = open_link(link, kind)
+    if tab is SKIP:
+        return *opened, SKIP, SKIP, SKIP, SKIP
+    scope = scope if opened[0] is SKIP else opened[0]
+    return *opened, stats_key(result, scope), *stats_view(sample_stats, result, scope), tab
+
+
+def stats_opened(sample_stats: Callable[[], HeadStats], brought: str | None, result: AttentionResult | None,
+                 scope: str) -> tuple:
+    """``stats_view`` as the tab opens or its scope changes, then None (what a link brought is drawn over); nothing
+    where the grids show that already (``brought``: a link's, ``open_link_drawn``)."""
+    if brought is not None and brought == stats_key(result, scope):
+        return SKIP, SKIP, SKIP
+    return *stats_view(sample_stats, result, scope), None
+
+
 def analysis_markdown(stats: HeadStats, where: str) -> str:
     """The statistics' definitions and the role rule, and how many sentences ``stats`` pools (``where``)."""
     defs = "\n".join(f"- **{s}**: {md_escape(STAT_LABELS[s].removeprefix(f'{s}: '))}" for s in STATS)

@@ -260,3 +260,54 @@ def open_link(cfg: TransformerConfig, link: View | None, result: AttentionResult
     seen = seen_key(result, *attention_view(cfg, kind, layer, head))
     show = check_mode(link.show) if link.show is not None else SKIP
     return *take_over(cfg, result, kind, layer, head, link.query or 0), seen, show, open_tab("inside")
+
+
+# ------------------------------------------------------------------------------- a view brought with a link
+N_SHOW = N_QUERY_OUTPUTS + N_MATRIX_OUTPUTS + 2  # show's outputs
+
+
+def drawn_key(cfg: TransformerConfig, result: AttentionResult | None, mode, kind, layer, head, query,
+              factor_text="") -> str | None:
+    """What the tab's figures show when ``show`` draws them from these values: the sentence and every choice (None
+    for values it refuses)."""
+    try:
+        kind, layer, head = check_view(cfg, kind, layer, head)
+        query = check_query(query, result.tokens(kind)[0]) if result is not None else None
+        return repr((check_mode(mode), seen_key(result, kind, layer, head), query, factor_from_text(factor_text)))
+    except (ValueError, AttributeError):
+        return None
+
+
+def open_link_drawn(inside: Callable, matrices: Matrices, cfg: TransformerConfig, link: View | None,
+                    result: AttentionResult | None, kind, layer, head, mode, factor_text, brought: str | None = None,
+                    *shown_choices) -> tuple:
+    """``open_link`` with the link's view drawn in the same answer (a page load's or a lecture's move: the tab's own
+    opening then draws nothing again, ``show_opened``): its outputs but the tab, what the figures now show
+    (``drawn_key``), ``show``'s outputs, then the tab opened; any other link changes nothing. The figures are not
+    drawn again where they show that view already: a link drew it (``brought``) and the tab's choices
+    (``shown_choices``: its kind, layer, head and query) are still the link's."""
+    *opened, tab = open_link(cfg, link, result, kind, layer, head)
+    if tab is SKIP:
+        return *opened, SKIP, *skipped(N_SHOW), SKIP
+    new_kind, new_layer, new_head, chips, _, new_mode = opened
+    choices = (mode if new_mode is SKIP else new_mode, new_kind, new_layer, new_head, chips.props["value"])
+    key = drawn_key(cfg, result, *choices, factor_text)
+    if key is not None and key == brought and key == drawn_key(cfg, result, mode, *shown_choices, factor_text):
+        return *opened, SKIP, *skipped(N_SHOW), tab
+    return *opened, key, *show(inside, matrices, cfg, result, *choices, factor_text), tab
+
+
+def show_opened(inside: Callable, matrices: Matrices, cfg: TransformerConfig, drawn: str | None, result, *choices):
+    """The tab's draw as it opens (``show``), unless its figures show these choices already (``drawn``: a link
+    brought them: ``open_link_drawn``); then what a link brought (None: the figures drawn here)."""
+    if drawn is not None and drawn == drawn_key(cfg, result, *choices):
+        return *skipped(N_SHOW), SKIP
+    return *show(inside, matrices, cfg, result, *choices), None
+
+
+def held_opened(inside: Callable, cfg: TransformerConfig, drawn: str | None, result, *choices):
+    """``held_queries`` after the tab's opening, unless a link brought the view (``show_opened``): then none (a new
+    query asks the server)."""
+    if drawn is not None and drawn == drawn_key(cfg, result, *choices):
+        return SKIP
+    return held_queries(inside, cfg, result, *choices)

@@ -19,7 +19,7 @@ from viz.lab import curves_figure, head_timeline_figure, table3a_figure, timelap
 from viz.views import inputs
 from viz.views.attention.maps import overview_plot
 from viz.views.attention.share import View, opens
-from viz.views.outputs import SKIP, Figure, finish_figure, open_tab
+from viz.views.outputs import SKIP, Figure, drawn_key, finish_figure, open_tab
 from viz.vocab import KIND_LABELS
 
 # Table 3 of the paper (newstest2013, En→De, beam 4): (h, d_k, PPL, BLEU). Row (A) keeps the compute constant.
@@ -339,3 +339,18 @@ def open_link(link: View | None) -> tuple:
     if not opens(link, "lab"):
         return SKIP, SKIP
     return (SKIP if link.runs is None else list(link.runs)), open_tab("lab")
+
+
+def open_link_drawn(lab, link: View | None, kind, layer, names) -> tuple:
+    """``open_link`` with the link's curves in the same answer (a lecture's move: the tab's opening then draws them
+    not again, ``viz.ui.wiring.unless_drawn``): the runs, the key of what the curves show, the curves and their note,
+    then the tab opened; any other link changes nothing. Curves it cannot draw (no run chosen) are left to the tab's
+    opening, which says why."""
+    chosen, tab = open_link(link)
+    if tab is SKIP:
+        return SKIP, SKIP, SKIP, SKIP, SKIP
+    names = names if chosen is SKIP else chosen
+    try:
+        return chosen, drawn_key(kind, layer, names), *curves_plot(lab, kind, layer, names), tab
+    except ValueError:
+        return chosen, SKIP, SKIP, SKIP, tab

@@ -105,3 +105,9 @@ def changes(base, other, path: tuple = ()) -> list[list]:
             and any(isinstance(item, dict | list) for item in base)):
         return [change for i, (a, b) in enumerate(zip(base, other)) for change in changes(a, b, (*path, i))]
     return [] if base == other and type(base) is type(other) else [[list(path), other]]
+
+
+def drawn_key(*values) -> str:
+    """The values a view was drawn from, as one string: the same values, the same view (``viz.ui.wiring.unless_drawn``;
+    a link that draws the view sets it too)."""
+    return repr(values)

@@ -36,6 +36,7 @@ from viz.views.attention import (
 )
 from viz.views.attention import contributions as measures
 from viz.views.exports import ExportFolder
+from viz.views.outputs import SKIP
 from viz.views.page import PAGE
 from viz.vocab import MAX_CHARS, MEAN
 
@@ -85,6 +86,7 @@ def build_attention(page: Page) -> AttentionView:
         v.lines_request = click_box(PAGE["linesRequest"])  # the page script: the alignment view is on screen
         page.link = gr.State(None)  # the parsed link (share.View) for the other tabs' parts (wiring.on_link)
         page.lecture_go = click_box("lecture-go")  # the lecture's next stop, its query (assets/web/lecture.js)
+        v.drawn = gr.State(None)  # what a lecture's move last drew in the overview and close-up (after_move)
         v.measured = gr.State(measures.WEIGHTS)  # weights or contributions (Inside a head); the API sends none: weights
         export_section(v)
         how_to_read("attention")
@@ -179,16 +181,51 @@ def then_lines(page: Page, v: AttentionView, event) -> None:
     notice for a sentence far from the captions, the contributions if they are the chosen measure, and the alignment
     view (once it is on screen)."""
     runs = page.runs
-
-    def beside_translation(result):  # one answer for both: each event costs the page status work on every output
-        return (*teacher.given_outputs(runs.trained, runs.token_probs, result),
-                domain.domain_notice(runs.domain, runs.calibration, result))
-
-    event.success(listener(beside_translation), page.result, [v.translation, v.given, v.given_plot, v.domain],
+    event.success(listener(beside_translation, runs), page.result, [v.translation, v.given, v.given_plot, v.domain],
                   show_progress="hidden", **PRIVATE)
     event.success(listener(closeup.after_run, runs.cfg, runs.contributions), v.view_inputs, [v.overview, v.detail],
                   show_progress="minimal", **PRIVATE)  # the contributions' figures may still be coming
     event.success(None, js=LINES_STALE)
+
+
+def beside_translation(runs, result) -> tuple:
+    """Beside the model's translation after a run: a given translation's token probabilities and the notice for a
+    sentence far from the captions (one answer for both: each event costs the page status work on every output)."""
+    return (*teacher.given_outputs(runs.trained, runs.token_probs, result),
+            domain.domain_notice(runs.domain, runs.calibration, result))
+
+
+def after_move(page: Page, v: AttentionView) -> tuple[list, list, object]:
+    """What ``then_lines`` does after a run, for the lecture's moves in place, in the move's own answer (each event
+    costs the page its status work on every figure and text it ever updated, ~30 ms on the 2-core machine, and a
+    round trip), and the overview and close-up left as they are where they show the stop's view already (drawing
+    both again took ~0.1 s a move). Returns its inputs, its outputs and its function ``follow(shown, received)``:
+    ``shown``, the view's values by component id; ``received``, the inputs' values as the page sent them (before the
+    move); it returns the outputs' values by id (those of ``shown`` it changes, and the rest)."""
+    runs, cfg = page.runs, page.runs.cfg
+    drawn = v.drawn  # what the last move drew in the overview and close-up (closeup.drawn_keys)
+    now = [page.result, v.kind, v.layer, v.head, v.present, v.colour, v.measured, *v.focus]  # the page's, as sent
+
+    def follow(shown: dict, received: dict) -> dict:
+        result = shown[id(page.result)]
+        result = result.get() if result is not None else None
+        chosen = [shown[id(c)] for c in (v.kind, v.layer, v.head, v.present, v.colour)]
+        measured, focus = received[id(v.measured)], [received[id(c)] for c in v.focus]
+        beside = zip(map(id, (v.translation, v.given, v.given_plot, v.domain)), beside_translation(runs, result))
+        out = {key: value for key, value in beside if value is not SKIP or key not in shown}  # (the view's own kept)
+        figures = closeup.after_run(cfg, runs.contributions, result, *chosen, measured, *focus)
+        if figures[0] is not SKIP:  # the contributions, as the visitor chose them: drawn
+            out.update({id(v.overview): figures[0], id(v.detail): figures[1], id(drawn): None})
+            return out
+        new = closeup.drawn_keys(cfg, result, *chosen)  # (the view's own focus: the whole sentence)
+        before = closeup.drawn_keys(cfg, *(received[id(c)] for c in now)) or {}
+        for name, plot in (("overview", v.overview), ("detail", v.detail)):
+            if new is not None and new[name] == before.get(name) == (received[id(drawn)] or {}).get(name):
+                out[id(plot)] = SKIP  # drawn by the last move, and the page's choices still its
+        out[id(drawn)] = new
+        return out
+
+    return [*now, drawn], [v.translation, v.given, v.given_plot, v.domain, v.overview, v.detail, drawn], follow
 
 
 def classroom_listeners(page: Page, v: AttentionView) -> None:
@@ -207,8 +244,8 @@ def classroom_listeners(page: Page, v: AttentionView) -> None:
     page.opened = page.demo.load(listener(open_link), None, outputs, **PRIVATE)
     then_lines(page, v, page.opened)
     # the lecture's Back / Next: the page sends the next stop's query (assets/web/lecture.js), opened in place, with
-    # the other tabs' parts and the caption in one event (viz.ui.lecture), and what follows a run after it
-    page.open_view = (open_link, outputs, lambda event: then_lines(page, v, event))
+    # what follows a run, the other tabs' parts and the caption in one event (viz.ui.lecture)
+    page.open_view = (open_link, outputs, after_move(page, v))
     # (``select``: Gradio 6.31.0's dropdown also sends ``input`` each time it loses the focus, which would run it again)
     then_lines(page, v, v.example.select(listener(classroom.pick_example, page.runs, warn), [v.example,
                v.present, v.colour, *v.focus], [*controls, v.guide, *v.shown], preprocess=False, **PRIVATE))

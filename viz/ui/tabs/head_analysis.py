@@ -57,6 +57,7 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
                                 elem_id="ablated-kind")
                 ablated = gr.Plot(label="This sentence without them (tiles of the heads off say so)", elem_id="ablated")
         last = gr.State(None)  # (sentence, heads off) of the last ablation: its result stays in runs' cache
+        brought = gr.State(None)  # the grids a link drew with its answer (heads_view.stats_key): not computed again
         gr.Markdown(heads_view.ROLLOUT_NOTE)
         layer = layer_slider(cfg, cfg.n_layers, elem_id="rollout-layer")
         rollout = []
@@ -65,8 +66,8 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
                 rollout += [gr.Plot(elem_id=f"rollout-{name}", show_label=False, min_width=300) for name in pair]
     # Every statistic's grid comes in one answer (heads_view.stats_frames): the page draws the one chosen, and another
     # statistic, without a round trip (assets/web/heads.js)
-    gr.on([tab.select, scope.change], listener(heads_view.stats_view, runs.sample_stats), [page.result, scope],
-          [rules, frames], trigger_mode="always_last", **PRIVATE)
+    gr.on([tab.select, scope.change], listener(heads_view.stats_opened, runs.sample_stats),
+          [brought, page.result, scope], [rules, frames, brought], trigger_mode="always_last", **PRIVATE)
     gr.on([frames.change, stat.change], None, [frames, stat], grid, js=in_browser("headsStat"))
     gr.on([tab.select, layer.change], listener(heads_view.rollout_plots), [page.result, layer], rollout, **PRIVATE)
 
@@ -80,5 +81,6 @@ def build_head_analysis(page: Page, view: AttentionView) -> None:
              **PRIVATE, **ABLATIONS)
     kind.change(listener(heads_view.ablation_again, runs.ablate), [last, kind], [ablation, ablated], **PRIVATE,
                 **ABLATIONS)
-    on_link(page, "heads", heads_view.open_link, inputs=[view.kind], outputs=[scope, stat, kind],
+    on_link(page, "heads", heads_view.open_link_drawn, runs.sample_stats, inputs=[view.kind, page.result, scope],
+            outputs=[scope, stat, kind, brought, rules, frames],
             stat=heads_view.STATS, scope=tuple(heads_view.SCOPES))

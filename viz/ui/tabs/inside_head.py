@@ -77,6 +77,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
         frames = hidden_box("in-frames")  # a new query's figures (show_query)
         held = hidden_box("in-held")  # every query's figures of the head shown
         seen = gr.State(None)  # the Attention tab's view when this tab last opened (viz.views.inside_matrices)
+        brought = gr.State(None)  # the view a link drew with its answer (inside_matrices.drawn_key)
     shown = [steps, footnote4_text, scores, figure2, projections, head_output, footnote4, contributions,  # their order
              matrix_head, m_projections, *stages, m_output, matrix_steps, one_query, whole]
     draw = {"fn": listener(matrix_view.show, runs.inside_head, runs.inside_matrices, cfg),
@@ -89,8 +90,13 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     gr.on([kind.change, layer.change, head.change, factor.change], inside_view.which_label,
           [kind, layer, head, factor], which, queue=False, show_progress="hidden", **PRIVATE)
     tab.select(None, None, None, js=in_browser("insideHold", ""))  # nothing held (the sentence may have changed)
+    # (a link's view, drawn with the link's answer, is not drawn again: a lecture's move brings it)
+    draw_opened = {**draw, "fn": listener(matrix_view.show_opened, runs.inside_head, runs.inside_matrices, cfg),
+                   "inputs": [brought, *draw["inputs"]], "outputs": [*shown, brought]}
+    hold_opened = {**hold, "fn": listener(matrix_view.held_opened, runs.inside_head, cfg),
+                   "inputs": [brought, *draw["inputs"]]}
     tab.select(listener(matrix_view.opening, cfg, runs.footnote4_pick), [page.result, seen, *taken],
-               [*chosen, seen, note], **PRIVATE).then(**draw).success(**hold)
+               [*chosen, seen, note], **PRIVATE).then(**draw_opened).success(**hold_opened)
     # the tab opened by the page draws (tab.select) with the query set here
     clicked = view.row_click.change(listener(matrix_view.close_up_row, cfg), [view.row_click, page.result, *taken],
                                     [*chosen, page.tabs, seen], **PRIVATE)
@@ -114,5 +120,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     to_why.click(lambda: gr.Tabs(selected="scaling"), None, page.tabs, show_progress_on=to_why, **PRIVATE)
     to_inside.click(listener(inside_view.factor_from_slider, cfg.d_k), why_factor, factor, **PRIVATE).then(
         lambda: gr.Tabs(selected="inside"), None, page.tabs, show_progress_on=factor, **PRIVATE)
-    on_link(page, "inside", matrix_view.open_link, cfg, inputs=[page.result, *taken], outputs=[*chosen, seen, mode],
+    on_link(page, "inside", matrix_view.open_link_drawn, runs.inside_head, runs.inside_matrices, cfg,
+            inputs=[page.result, *taken, mode, factor, brought, *chosen],
+            outputs=[*chosen, seen, mode, brought, *shown],
             show=[value for _, value in matrix_view.VIEWS])

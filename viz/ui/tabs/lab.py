@@ -6,6 +6,8 @@ Its endpoints for scripts (/lab_runs, /lab_attention, /timelapse) are ``viz.view
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from model.serving.lab import SHIPPED
@@ -20,6 +22,7 @@ from viz.ui.wiring import (
     on_link,
     page_and_api,
     sentence_box,
+    unless_drawn,
 )
 from viz.views import lab
 from viz.views.attention import maps
@@ -92,20 +95,28 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
         heads = gr.Plot(label="The layer's heads over training", elem_id="lab-heads")
         gr.Markdown("Roles (the Head analysis tab's rule, over the shipped sample): " + role_legend() +
                     "; blank: mixed.")
-
+        drawn = {name: gr.State(None) for name in ("curves", "table3a", "timelapse", "heads")}  # (unless_drawn)
     to_lab.click(lambda: gr.Tabs(selected="lab"), None, page.tabs, show_progress_on=to_lab, **PRIVATE)
-    on_link(page, "lab", lab.open_link, inputs=[], outputs=[chosen], runs=names)  # the runs on the curves
     if not shelf.records:
+        on_link(page, "lab", lab.open_link, inputs=[], outputs=[chosen], runs=names)  # the runs on the curves
         return  # nothing shipped yet: the summary says so
-    gr.on([tab.select, kind.change, layer.change, chosen.change], listener(lab.curves_plot, shelf),
-          [kind, layer, chosen], [curves, curves_note], **PRIVATE)
+    # Each figure drawn again only for new values (opening the tab again draws nothing); the curves come with a link
+    # that names the tab (a lecture's move)
+    on_link(page, "lab", lab.open_link_drawn, shelf, inputs=[kind, layer, chosen],
+            outputs=[chosen, drawn["curves"], curves, curves_note], runs=names)
+    gr.on([tab.select, kind.change, layer.change, chosen.change],
+          listener(unless_drawn(functools.partial(lab.curves_plot, shelf), 2)), [drawn["curves"], kind, layer, chosen],
+          [curves, curves_note, drawn["curves"]], **PRIVATE)
     page_and_api([opened.change, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
                  outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare",
                  preprocess=False)  # its own checks, with messages (a Dropdown's would name Python types)
-    tab.select(listener(lab.table3a_plot, shelf), [], [table3a, table3a_note], **PRIVATE)
+    tab.select(listener(unless_drawn(functools.partial(lab.table3a_plot, shelf), 2)), drawn["table3a"],
+               [table3a, table3a_note, drawn["table3a"]], **PRIVATE)
     next_snapshot.click(None, step, step, js=in_browser("snapshotNext"))
     gr.on([tab.select, example.change, tl_run.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
-          listener(lab.timelapse_plot, shelf), [example, tl_kind, tl_layer, tl_head, step, tl_run], [tl_plot, tl_note],
-          **PRIVATE, trigger_mode="always_last")
-    gr.on([tab.select, tl_kind.change, tl_layer.change, stat.change], listener(lab.heads_plot, shelf),
-          [tl_kind, tl_layer, stat], [heads], **PRIVATE)
+          listener(unless_drawn(functools.partial(lab.timelapse_plot, shelf), 2)),
+          [drawn["timelapse"], example, tl_kind, tl_layer, tl_head, step, tl_run],
+          [tl_plot, tl_note, drawn["timelapse"]], **PRIVATE, trigger_mode="always_last")
+    gr.on([tab.select, tl_kind.change, tl_layer.change, stat.change],
+          listener(unless_drawn(functools.partial(lab.heads_plot, shelf), 1)),
+          [drawn["heads"], tl_kind, tl_layer, stat], [heads, drawn["heads"]], **PRIVATE)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from viz.views.attention import contributions as measures
 from viz.views.attention import maps as attention
+from viz.views.attention import projector
 from viz.views.attention.focus import check_focus
 from viz.views.outputs import SKIP, Figure, Update
 
@@ -83,3 +84,21 @@ def after_run(cfg: TransformerConfig, contributions: measures.Contributions, res
     if measures.check_measure(measure) == measures.WEIGHTS:
         return SKIP, SKIP
     return _views(cfg, contributions, result, kind, layer, head, present, colour, measure, first, last, hide_special)
+
+
+
+def drawn_keys(cfg: TransformerConfig, result: AttentionResult | None, kind, layer, head, present=False,
+               colour="fixed", measure=None, first=1, last=None, hide_special=False) -> dict[str, str] | None:
+    """What the overview and the close-up show when ``views`` (or ``toggled``) draws them from these choices, by
+    plot: the sentence and every choice that plot is drawn from (a lecture's move leaves a plot that shows it already
+    as it is: viz.ui.lecture). None before a run, or for values they refuse."""
+    if result is None:
+        return None
+    try:
+        kind, layer, head = attention.check_view(cfg, kind, layer, head)
+        focus = repr(check_focus(first, last, hide_special))
+        shown = (result.source_text, tuple(result.target_tokens), result.teacher_forced,
+                 measures.check_measure(measure), present is True, kind)
+        return {"overview": repr(shown), "detail": repr((shown, layer, head, projector.check_colour(colour), focus))}
+    except ValueError:
+        return None
