@@ -204,7 +204,9 @@ def test_a_menu_or_radio_takes_only_its_choices(url, client):
     """A page event's radio: Gradio 6.31.0 answered with Python's words ("(type: <class 'str'>)") or no message."""
     stats = page_event(url, "Statistics of")
     for bad, shown in (("abc", '"abc"'), (None, "null"), ([], "[]"), (NAN, "NaN")):
-        answer = client.join(stats.fn_index, [None, bad])
+        data = stats.good()
+        data[index_of(stats, "Statistics of")] = bad
+        answer = client.join(stats.fn_index, data)
         assert answer.message == f'Statistics of (scope) must be one of "sentence", "sample"; got {shown}.', answer.data
 
 

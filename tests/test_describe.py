@@ -141,7 +141,7 @@ def test_a_description_s_german_words_are_its_german_side_s_alone_longest_first(
 
 def test_the_close_up_of_contributions_says_contribution(result, translator_cfg):
     figure = attention.detail_plot(translator_cfg, result, "encoder_self", 1, 1)
-    measures.relabel(figure, measures.CONTRIBUTIONS)
+    figure = measures.relabel(figure, measures.CONTRIBUTIONS)  # (a copy: the drawn one may be kept, viz.views.memo)
     said = describe.of(figure)
     assert "largest contribution" in said["summary"] and "weight" not in said["summary"]
     assert "contribution of each query" in said["table"]["caption"]
