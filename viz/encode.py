@@ -19,6 +19,7 @@ import base64
 import json
 
 import numpy as np
+import orjson
 
 _SIGNED = (np.int8, np.int16, np.int32)  # plotly.js has no 64-bit integers
 _UNSIGNED = (np.uint8, np.uint16, np.uint32)
@@ -57,5 +58,6 @@ def plotly_json(spec: dict) -> str:
 
 
 def plotly_dict(spec: dict) -> dict:
-    """The same as `plotly_json`, decoded again: plain JSON types only."""
-    return json.loads(plotly_json(spec))
+    """The same as `plotly_json`, decoded again: plain JSON types only (through orjson: several times faster;
+    a float NaN outside an array becomes None, as `Figure.to_json()` writes it)."""
+    return orjson.loads(orjson.dumps(spec, default=_default, option=orjson.OPT_NON_STR_KEYS))

@@ -18,6 +18,7 @@ without the SentencePiece rules. Markdown (``md_escape``): no emphasis, links, H
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -36,6 +37,11 @@ def escape_token(piece: str, max_len: int = 24) -> str:
         raise ValueError(f"a token must be a str, got {type(piece).__name__}: {piece!r}")
     if max_len < 2:
         raise ValueError(f"max_len must be at least 2, got {max_len}")
+    return _escaped(piece, max_len)
+
+
+@functools.lru_cache(maxsize=8192)  # a figure escapes the same few dozen pieces hundreds of times
+def _escaped(piece: str, max_len: int) -> str:
     if _SPECIAL.fullmatch(piece):
         text = piece
     elif piece.startswith(WORD_MARKER):
@@ -62,6 +68,11 @@ def _is_control(ch: str) -> bool:
 
 def plain_token(piece: str, max_len: int = 24) -> str:
     """A piece as the figures show it ("▁Haus" -> "Haus", "m" -> "·m"), as plain (unescaped) text, e.g. for Markdown."""
+    return _plain(piece, max_len) if isinstance(piece, str) else html.unescape(escape_token(piece, max_len))
+
+
+@functools.lru_cache(maxsize=8192)
+def _plain(piece: str, max_len: int) -> str:
     return html.unescape(escape_token(piece, max_len))
 
 

@@ -17,7 +17,8 @@ from viz.heatmaps import HEAD_LABEL, LAYER_LABEL
 # ------------------------------------------------------------------------------------------ one attention map
 def strongest_pairs(weights: np.ndarray, q: Sequence[str], k: Sequence[str], n: int = TOP) -> list[str]:
     """The ``n`` largest cells as "'q' → 'k' 0.88", largest first (ties: the earlier row, then column)."""
-    flat = np.nan_to_num(weights.astype(np.float64), nan=-1.0).ravel()
+    flat = np.asarray(weights, dtype=np.float64).ravel()
+    flat = np.where(np.isnan(flat), -1.0, flat)
     order = np.argsort(-flat, kind="stable")[:n]
     return [f"'{q[i // weights.shape[1]]}' → '{k[i % weights.shape[1]]}' {fmt(flat[i])}" for i in order if flat[i] >= 0]
 
@@ -85,8 +86,11 @@ def head_summary(maps, query_tokens: Sequence[str], key_tokens: Sequence[str]) -
     sharp = w.max(axis=3).mean(axis=2)  # (L, H)
     sinks = {piece: w[..., [j for j, t in enumerate(key_tokens) if t == piece]].sum(axis=3).mean(axis=2)
              for piece in (EOS_PIECE, BOS_PIECE) if piece in key_tokens}
-    strongest = [[strongest_pairs(w[layer, head], q, k, 1)[0] for head in range(w.shape[1])]
-                 for layer in range(w.shape[0])]
+    cells = w.reshape(*w.shape[:2], -1)
+    top = np.where(np.isnan(cells), -1.0, cells).argmax(axis=2)  # (L, H): the first largest, as strongest_pairs
+    n_k = w.shape[3]
+    strongest = [[f"'{q[i // n_k]}' → '{k[i % n_k]}' {fmt(cells[layer, head, i])}" for head, i in enumerate(row)]
+                 for layer, row in enumerate(top.tolist())]
     return HeadSummary(sharp, sinks, strongest)
 
 
@@ -138,8 +142,9 @@ def overview(what: str, maps, query_tokens: Sequence[str], key_tokens: Sequence[
 def _spans(labels: Sequence[str], pattern: str, n: int) -> list[list[float]]:
     """Per group 1..n, the [first - 0.5, last + 0.5] of the category positions whose label matches it."""
     spans: dict[int, list[int]] = {}
+    rx = re.compile(pattern)
     for i, label in enumerate(labels):
-        match = re.match(pattern, str(label))
+        match = rx.match(str(label))
         if match:
             spans.setdefault(int(match.group(1)), []).append(i)
     return [[min(spans[g]) - 0.5, max(spans[g]) + 0.5] for g in range(1, n + 1)]

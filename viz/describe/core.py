@@ -3,9 +3,10 @@ the shape assets/web/a11y.js reads (viz/describe/__init__.py gives it in full)."
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,10 +38,10 @@ class Description:
     lang: dict | None = field(default=None)
 
     def meta(self) -> dict:
-        out = asdict(self)
-        for key in ("grid", "lang"):
-            if out[key] is None:
-                del out[key]
+        """As plain dicts for ``layout.meta``. Its lists are the description's own, not copies (``dataclasses.asdict``
+        copied every cell: a third of drawing an overview); a description is made for one figure and dropped."""
+        out = {"name": self.name, "summary": self.summary, "table": dict(vars(self.table))}
+        out.update({key: value for key in ("grid", "lang") if (value := getattr(self, key)) is not None})
         return out
 
     def in_german(self, rows: bool, columns: bool, *, y: bool | None = None, x: bool | None = None,
@@ -101,7 +102,9 @@ def fmt(value: float, digits: int = 2) -> str:
 
 
 def _round(values: np.ndarray, digits: int = 3) -> list:
-    return [[None if not np.isfinite(v) else round(float(v), digits) for v in row] for row in values]
+    """Rows of values rounded as Python rounds them, None where not finite (as plain floats: no numpy per cell)."""
+    return [[round(v, digits) if math.isfinite(v) else None for v in row]
+            for row in np.asarray(values, dtype=np.float64).tolist()]
 
 
 def tokens(pieces: Sequence[str]) -> list[str]:

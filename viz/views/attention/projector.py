@@ -141,8 +141,9 @@ def present_detail(spec: dict, weights) -> dict:
 def _group_ticks(labels: list[str], pattern: str, name: str) -> tuple[list[str], list[str]]:
     """One tick per layer (or head): the middle label of its rows (columns), and the text "L3" ("H3")."""
     groups: dict[int, list[str]] = {}
+    rx = re.compile(pattern)
     for label in labels:
-        match = re.match(pattern, label)
+        match = rx.match(label)
         if match:
             groups.setdefault(int(match.group(1)), []).append(label)
     numbers = sorted(groups)
