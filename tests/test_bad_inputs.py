@@ -283,13 +283,17 @@ def test_every_upload_is_refused_empty_ones_too(url, content):
 
 def test_the_page_has_the_script_that_calms_gradios_frame_loop_first_and_only_the_page(url):
     """The page (``GET /``, with a query too) has assets/web/frames.js as the first thing of its head, before Gradio's
-    own script, and its length told anew; no other answer is changed (viz.ui.guards)."""
+    own script, and its length told anew, plain or in Brotli (the same page); no other answer is changed
+    (viz.ui.guards)."""
     for path in ("", "?tab=inside&layer=2"):
         with urllib.request.urlopen(url + path, timeout=60) as answer:
             body, length = answer.read(), int(answer.headers["Content-Length"])
         assert body.split(b"<head>", 1)[1].startswith(HEAD_SCRIPT), path
         assert body.index(HEAD_SCRIPT) < body.index(b'<script type="module"'), path
         assert body.count(HEAD_SCRIPT) == 1 and length == len(body) and body.rstrip().endswith(b"</html>"), path
+        packed = urllib.request.Request(url + path, headers={"Accept-Encoding": "gzip, br"})  # kept (page_cache)
+        with urllib.request.urlopen(packed, timeout=60) as answer:
+            assert answer.headers["Content-Encoding"] == "br" and brotli.decompress(answer.read()) == body, path
     with urllib.request.urlopen(url + "config", timeout=60) as answer:
         assert HEAD_SCRIPT not in answer.read()
 

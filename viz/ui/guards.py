@@ -13,6 +13,8 @@
 - ``GET /`` (the page): Gradio's loading screen leaves a frame loop running for as long as the page is open (60
   frames a second on an idle page). The page gets ``assets/web/frames.js`` as the first script of its ``<head>``,
   before Gradio's own, which calms that loop (the file says how).
+- ``GET /`` again: rendered once per way of asking and kept, Brotli-compressed for browsers that take it
+  (``viz.ui.page_cache``: Gradio renders the 640 KB page anew for every visitor, and sends it uncompressed).
 - ``GET /assets/<file>`` (Gradio's page scripts and styles, ~5 MB, their names hashed: never changed while the app
   runs): Gradio compresses each with Brotli for every visitor that loads the page (~190 ms of the server's time a
   page load). Here each is compressed once and kept (``CompressedAssets``: at most ``ASSET_CACHE_BYTES``), and
@@ -31,6 +33,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware import Middleware
 
 from viz.ui.callers import Callers, validation_error
+from viz.ui.page_cache import PageCache
 from viz.ui.patches import FAULT
 from viz.views.page import WEB
 
@@ -52,6 +55,7 @@ class RouteGuard:
     def __init__(self, app, blocks):
         self.app, self.blocks = app, blocks
         self.assets = CompressedAssets(app)
+        self.pages = PageCache()
         self.callers = Callers(blocks)
 
     async def __call__(self, scope, receive, send):
@@ -66,7 +70,8 @@ class RouteGuard:
         if method == "GET" and path.startswith(f"{API}/"):
             return await self.get(path[len(API) + 1:].rstrip("/"), scope, receive, send)
         if method == "GET" and path in ("", "/"):
-            return await self.app(scope, receive, _with_head_script(send))
+            return await self.pages.answer(scope, receive, send,
+                                           lambda s, r, answer: self.app(s, r, _with_head_script(answer)))
         if method == "GET" and path.startswith("/assets/") and CompressedAssets.takes(scope):
             return await self.assets.answer(scope, receive, send, path)
         return await self.app(scope, receive, send)
