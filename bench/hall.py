@@ -19,8 +19,9 @@ The visitor, from a third address, sends one /visualise of a new sentence after 
 median against its lone median.
 
 Addresses are loopback's own (127.0.0.x): each client binds its address, so the app sees three visitors without
-any proxy header. The clients are light (asyncio + httpx in one thread, the visitor's blocking HTTP in another); the
-server is what is measured.
+any proxy header. The clients are light, so that the server is what is measured: the hall's students are one Node
+process (``hall_client.mjs``: ~1.5 ms of CPU a request, where httpx took ~7 — on two cores, taken from the server),
+the page loads and the flood asyncio + httpx here, the visitor blocking HTTP in a process of its own.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ import argparse
 import asyncio
 import http.client
 import json
-import threading
+import multiprocessing
+import shutil
+import subprocess
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -51,11 +55,12 @@ FLOOD_CONNECTIONS = 32  # a script's pool (the server answers 503 past 256 conne
 STOP = 3  # the lecture stop the hall opens: its load sends the most events of the stops recorded (1, 3, 7)
 HALL_AT, FLOOD_AT, VISITOR_AT = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 VISITOR_GAP_S = 0.25  # between the visitor's requests
-LONE = 12  # the visitor's requests alone
+LONE_S = 4.0  # the visitor alone: its requests for this long (~12)
 GOALS = {"hall_p95_s": 3.0, "visitor_ratio": 2.0}
 START_S = 300
 ABLATION = ["A dog runs in the park.", ["cross:1:1"]]
 TIMEOUT_S = 600.0
+NODE_CLIENT = Path(__file__).with_name("hall_client.mjs")
 
 
 # ---------------------------------------------------------------------------------------------- the clients
@@ -97,7 +102,28 @@ async def call(client: httpx.AsyncClient, url: str, name: str, data: list) -> tu
 
 
 async def hall(url: str, args: Callable[[int], list], log: Callable[[str], None], clients: int = HALL) -> dict:
-    """``clients`` at ``HALL_AT``, each ``PER_CLIENT`` requests of /visualise one after another, all at once."""
+    """``clients`` at ``HALL_AT``, each ``PER_CLIENT`` requests of /visualise one after another, all at once: through
+    Node's own http (bench/hall_client.mjs) where ``node`` is installed — its CPU is a quarter of httpx's, and on two
+    cores the client's CPU is taken from the server — else through httpx here. ``client_cpu_s``: the client's CPU."""
+    node = shutil.which("node")
+    if node is None:
+        return await _hall_httpx(url, args, log, clients)
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as spec:
+        json.dump({"url": url, "address": HALL_AT, "name": "visualise", "clients": clients,
+                   "per_client": PER_CLIENT, "data": [args(i) for i in range(clients * PER_CLIENT)]}, spec)
+        spec.flush()
+        child = await asyncio.create_subprocess_exec(node, str(NODE_CLIENT), spec.name, stdout=subprocess.PIPE)
+        printed, _ = await child.communicate()
+    if child.returncode != 0:
+        raise RuntimeError(f"bench/hall_client.mjs failed ({child.returncode}): {printed[-300:]!r}")
+    got = json.loads(printed)
+    out = {"clients": clients, "requests": clients * PER_CLIENT, "outcomes": got["outcomes"], "wall_s": got["wall_s"],
+           "examples": got["examples"], "client_cpu_s": got["cpu_s"], **_ms(got["latencies_s"])}
+    log(f"    hall: {out}")
+    return out
+
+
+async def _hall_httpx(url: str, args: Callable[[int], list], log: Callable[[str], None], clients: int) -> dict:
     latencies, outcomes, refusals = [], Counter(), []
     async with _client(HALL_AT) as client:
         async def student(c: int) -> None:
@@ -114,7 +140,7 @@ async def hall(url: str, args: Callable[[int], list], log: Callable[[str], None]
         await asyncio.gather(*(student(c) for c in range(clients)))
         wall = time.perf_counter() - t0
     out = {"clients": clients, "requests": clients * PER_CLIENT, "outcomes": dict(outcomes), "wall_s": wall,
-           "examples": refusals, **_ms(latencies)}
+           "examples": refusals, "client_cpu_s": None, **_ms(latencies)}
     log(f"    hall: {out}")
     return out
 
@@ -218,52 +244,63 @@ async def flood(url: str) -> dict:
     return {"statuses": {str(k): v for k, v in Counter(s for s, _ in answers).items()}, "refusal": refusal}
 
 
-class Visitor(threading.Thread):
-    """The lone visitor at ``VISITOR_AT``: one /visualise of a new sentence after another (``VISITOR_GAP_S``
-    apart) until ``stop`` is set, over blocking HTTP in a thread of its own."""
+class Visitor:
+    """The lone visitor at ``VISITOR_AT``: one /visualise of a new sentence after another (``VISITOR_GAP_S`` apart)
+    until ``result()``, in a process of its own (``_visit``: blocking HTTP). In a thread of the bench's process it
+    waited for that process's interpreter, busy with the hall's client: its latency was partly its own client's."""
 
     def __init__(self, url: str, data: list[list]):
-        super().__init__(daemon=True)
-        parsed = urlparse(url)
-        self.host, self.port = parsed.hostname, parsed.port
-        self.data, self.stop, self.latencies, self.outcomes = data, threading.Event(), [], Counter()
+        ctx = multiprocessing.get_context("spawn")
+        self.stop, self.ready, self.answers = ctx.Event(), ctx.Event(), ctx.Queue()
+        self.process = ctx.Process(target=_visit, args=(url, data, self.stop, self.ready, self.answers), daemon=True)
+        self.latencies: list[float] = []
 
-    def one(self, i: int) -> None:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=TIMEOUT_S, source_address=(VISITOR_AT, 0))
+    def start(self) -> None:
+        """Start it and wait until its first request is on its way."""
+        self.process.start()
+        if not self.ready.wait(60):
+            raise RuntimeError("the visitor's process did not start within 60 s")
+
+    def result(self) -> dict:
+        self.stop.set()
+        self.latencies, outcomes = self.answers.get(timeout=TIMEOUT_S)
+        self.process.join(10)
+        return {"outcomes": outcomes, **_ms(self.latencies)}
+
+
+def _visit(url: str, data: list[list], stop, ready, answers) -> None:
+    """The visitor's process: ``data`` one request after another until ``stop``; then (latencies, outcomes)."""
+    parsed = urlparse(url)
+    latencies, outcomes = [], Counter()
+    for i, args in enumerate(data):
+        if i == 0:
+            ready.set()
+        conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=TIMEOUT_S,
+                                          source_address=(VISITOR_AT, 0))
         t0 = time.perf_counter()
         try:
-            outcome = self.ask(conn, self.data[i])
+            outcome = _ask(conn, args)
         except (OSError, http.client.HTTPException) as exc:
             outcome = f"failed {type(exc).__name__}"
         finally:
             conn.close()
-        self.outcomes[outcome] += 1
+        outcomes[outcome] += 1
         if outcome == "complete":
-            self.latencies.append(time.perf_counter() - t0)
+            latencies.append(time.perf_counter() - t0)
+        if stop.wait(VISITOR_GAP_S):
+            break
+    answers.put((latencies, dict(outcomes)))
 
-    @staticmethod
-    def ask(conn: http.client.HTTPConnection, data: list) -> str:
-        conn.request("POST", "/gradio_api/call/visualise", json.dumps({"data": data}),
-                     {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        answer = resp.read()
-        if resp.status != 200:
-            return f"refused {resp.status}"
-        conn.request("GET", f"/gradio_api/call/visualise/{json.loads(answer)['event_id']}")
-        text = conn.getresponse().read().decode("utf-8", "replace")
-        return "complete" if "event: complete" in text else "error"
 
-    def run(self) -> None:
-        i = 0
-        while not self.stop.is_set() and i < len(self.data):
-            self.one(i)
-            i += 1
-            self.stop.wait(VISITOR_GAP_S)
-
-    def result(self) -> dict:
-        self.stop.set()
-        self.join(TIMEOUT_S)
-        return {"outcomes": dict(self.outcomes), **_ms(self.latencies)}
+def _ask(conn: http.client.HTTPConnection, data: list) -> str:
+    conn.request("POST", "/gradio_api/call/visualise", json.dumps({"data": data}), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    answer = resp.read()
+    if resp.status != 200:
+        return f"refused {resp.status}"
+    conn.request("GET", f"/gradio_api/call/visualise/{json.loads(answer)['event_id']}")
+    text = conn.getresponse().read().decode("utf-8", "replace")
+    return "complete" if "event: complete" in text else "error"
 
 
 def _ms(samples: list[float]) -> dict:
@@ -304,9 +341,7 @@ def run(quick: bool = False, log: Callable[[str], None] = print, checkout: Path 
             return v
 
         lone = visitor()
-        time.sleep(0.1)
-        while len(lone.latencies) < LONE:
-            time.sleep(0.1)
+        time.sleep(LONE_S)
         out = {"link": link, "events_per_page": len(steps), "visitor_alone": lone.result()}
         log(f"  hall: the visitor alone {out['visitor_alone']}")
         for part, work in (("class", lambda: hall(url, slide_args, log, clients)),

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import random
 import time
 import types
 import uuid
@@ -95,6 +97,7 @@ class FairQueue(_GradioQueue):
         super().__init__(*args, **kwargs)
         self.unread: dict[str, Unread] = {}  # event id -> its answer, until it is read or dropped
         self.turns = shares.Turns()
+        self.others_at = -math.inf  # when an address that is no crowd last held a request (shares.capped)
         self._sweeper: asyncio.Task | None = None
 
     # ------------------------------------------------------------------------------ places
@@ -174,9 +177,10 @@ class FairQueue(_GradioQueue):
 
     # ------------------------------------------------------------------------------ turns
     def get_events(self):
-        """Gradio's pick (the first request of a queue with a free place), after each such queue's next request
-        (``shares.next_up``) has been moved to its front; else, where a queue's workers are all taken, a request of an
-        address that is not a crowd (``shares.quick_pick``). Each request picked learns its lane (``attn_crowd``)."""
+        """The next request to start: in a queue with a free worker, the one ``shares.next_up`` names among those
+        whose address may start one (``shares.capped``: a crowd, while others are served, runs a few at a time);
+        else, where a queue's workers are all taken, a request of an address that is not a crowd
+        (``shares.quick_pick``). Each request picked learns its lane (``attn_crowd``)."""
         running: Counter = Counter()
         holding: Counter = Counter()  # requests waiting or running, by address
         for job in self.active_jobs:
@@ -186,18 +190,40 @@ class FairQueue(_GradioQueue):
                 holding[visitor(event.request)] += 1
         for queue in self.event_queue_per_concurrency_id.values():
             holding.update(claim(e).address for e in queue.queue)
-            free = queue.concurrency_limit is None or queue.current_concurrency < queue.concurrency_limit
-            if free and len(queue.queue) > 1:
-                i = shares.next_up(queue.concurrency_id, [claim(e) for e in queue.queue], running, self.turns)
-                if i:
-                    queue.queue.insert(0, queue.queue.pop(i))
-        picked = super().get_events() or self._quick_pick(holding)
+        now = time.monotonic()
+        if any(not shares.crowd(n) for n in holding.values()):
+            self.others_at = now
+        capped = shares.capped(holding, running, now - self.others_at <= shares.OTHERS_RECENT_S)
+        picked = self._pick(running, capped) or self._quick_pick(holding)
         if picked:
-            now = time.monotonic()
             for event in picked[0]:
                 self.turns.served(picked[2], claim(event), now)
                 event.attn_crowd = shares.crowd(holding[claim(event).address])
         return picked
+
+    def _pick(self, running: Counter, capped: set[str]):
+        """Gradio's pick (a queue with a free worker, in random order; its first request, with the same event's next
+        ones where the event takes batches), the request ``shares.next_up`` names among the uncapped moved first."""
+        ids = list(self.event_queue_per_concurrency_id)
+        random.shuffle(ids)
+        for concurrency_id in ids:
+            queue = self.event_queue_per_concurrency_id[concurrency_id]
+            if not queue.queue or (queue.concurrency_limit is not None
+                                   and queue.current_concurrency >= queue.concurrency_limit):
+                continue
+            allowed = [i for i, e in enumerate(queue.queue) if claim(e).address not in capped]
+            if not allowed:
+                continue
+            i = allowed[shares.next_up(concurrency_id, [claim(queue.queue[j]) for j in allowed], running, self.turns)]
+            queue.queue.insert(0, queue.queue.pop(i))
+            first = queue.queue[0]
+            events = [first]
+            if first.fn.batch:
+                events += [e for e in queue.queue[1:] if e.fn == first.fn][: first.fn.max_batch_size - 1]
+            for event in events:
+                queue.queue.remove(event)
+            return events, first.fn.batch, concurrency_id
+        return None
 
     def _quick_pick(self, holding: Counter):
         """The oldest request of an address that is not a crowd, from a queue whose workers are all taken, up to

@@ -138,12 +138,44 @@ def no_matplotlib_lookups() -> None:
         gradio_utils.MatplotlibBackendMananger.__exit__ = lambda self, *exc: None
 
 
+def watched_disconnects() -> None:
+    """A stream asks whether its client left without a cancelled wait each time.
+
+    Gradio 6.31.0's streams (a page's ``/queue/data``, an API call's answer) ask Starlette's
+    ``Request.is_disconnected`` before every message they send, and Starlette answers by entering an anyio cancel
+    scope, cancelling it and waiting on the connection in it: 14 % of the server's event loop while a hall of 100
+    sent its 300 requests (py-spy, `python -m bench.hall`'s class). Here a GET (it has no body to read) starts one
+    task on its first question that waits for the client to leave (the server tells it that too when the answer is
+    complete, so the task ends with the request), and every question reads what it found."""
+    from starlette.requests import Request
+
+    asked = Request.is_disconnected
+    if getattr(asked, "watched", False):
+        return
+
+    async def is_disconnected(self) -> bool:
+        if self._is_disconnected or self.scope.get("method") != "GET":
+            return await asked(self)
+        if getattr(self, "_attn_watch", None) is None:
+            async def watch() -> None:
+                while (await self._receive()).get("type") != "http.disconnect":
+                    pass
+                self._is_disconnected = True
+
+            self._attn_watch = asyncio.get_running_loop().create_task(watch())
+        return self._is_disconnected
+
+    is_disconnected.watched = True
+    Request.is_disconnected = is_disconnected
+
+
 def quiet_queue(demo: gr.Blocks) -> None:
-    """The queue's work beyond the events it runs, cut: ``no_queue_analytics``, ``queue_waits_for_events`` and
-    ``no_matplotlib_lookups``. Call after ``demo.queue`` (which makes the queue)."""
+    """The queue's work beyond the events it runs, cut: ``no_queue_analytics``, ``queue_waits_for_events``,
+    ``no_matplotlib_lookups`` and ``watched_disconnects``. Call after ``demo.queue`` (which makes the queue)."""
     no_queue_analytics(demo)
     queue_waits_for_events(demo)
     no_matplotlib_lookups()
+    watched_disconnects()
 
 
 IDLE_WAIT_S = 1.0  # the longest a queue's loop waits for an event before it looks again anyway
