@@ -244,6 +244,48 @@ def test_a_lone_visitor_starts_beside_a_crowd_and_runs_in_the_other_lane(app, mo
     assert lanes["a red house."] is False and lanes[f"{SENTENCE} 7"] is True  # the hall's last: the crowd's lane
 
 
+def test_a_crowd_starts_only_a_few_at_once_while_another_visitor_is_served(app, monkeypatch):
+    """Nobody else: a crowd takes every worker. A visitor comes: the crowd starts no more than ``CROWD_RUNNING`` at
+    once while it is served, though workers are free; the visitor gone, the crowd takes them again."""
+    started, gates = [], {}
+    translate = Runs.translate
+
+    def held(self, text, beam):
+        started.append(text)
+        assert gates.setdefault(text, threading.Event()).wait(300), "never released"
+        return translate(self, text, beam)
+
+    monkeypatch.setattr(Runs, "translate", held)
+    queue = _translations_queue(app, monkeypatch, limit=4)
+    monkeypatch.setattr(shares, "CROWD", 1)
+    monkeypatch.setattr(shares, "CROWD_RUNNING", 2)
+    monkeypatch.setattr(shares, "OTHERS_RECENT_S", 0.0)  # others are served only while they hold a request
+    fn = next(f for f in app.demo.fns.values() if f.api_name == "translate")
+    translations = queue.event_queue_per_concurrency_id[fn.concurrency_id]
+    hall, visitor = Visitor(app.url, "192.0.2.40"), Visitor(app.url, "192.0.2.41")
+    texts = [f"{SENTENCE} {i}" for i in range(7)]
+    posted = [hall.post("translate", [text, 2]) for text in texts]
+    _wait_for(lambda: len(started) == 4)  # every worker: nobody else is served
+    mine = visitor.post("translate", ["a red house.", 2])
+    _wait_for(lambda: "a red house." in started)  # beyond the limit, at once
+    for text in started[:3]:  # three of the hall's four finish: one runs, three workers are free
+        gates.setdefault(text, threading.Event()).set()
+    for (_status, answer, _), text in zip(posted, texts):
+        if text in started[:3]:
+            assert hall.read("translate", answer["event_id"])[0] == "complete"
+    _wait_for(lambda: len(started) >= 6)  # the hall's one running and one more: two at once
+    time.sleep(0.5)  # (the queue started the fifth and looked again: it would have started the sixth at once)
+    assert len(started) == 6 and len(translations.queue) == 2, (started, len(translations.queue))
+    gates.setdefault("a red house.", threading.Event()).set()
+    assert visitor.read("translate", mine[1]["event_id"])[0] == "complete"
+    _wait_for(lambda: len(started) == 8)  # the visitor gone: both waiting requests of the hall start
+    for text in texts:
+        gates.setdefault(text, threading.Event()).set()
+    for (_status, answer, _), text in zip(posted, texts):
+        if text not in started[:3]:
+            assert hall.read("translate", answer["event_id"])[0] == "complete"
+
+
 def test_a_page_holds_one_heavy_request_at_a_time(app, held_ablations):
     release, started = held_ablations
     page = Visitor(app.url, "192.0.2.30", session="one-page")

@@ -154,6 +154,14 @@ def test_a_full_queue_may_start_the_oldest_request_of_an_address_that_is_no_crow
     assert shares.quick_pick(claims("hall", 5), Counter({"hall": 52})) is None  # only a crowd waits: it waits
 
 
+def test_a_crowd_runs_a_few_at_once_only_while_others_are_served():
+    holding = Counter({"hall": 52, "flood": 20, "visitor": 2})
+    running = Counter({("address", "hall"): shares.CROWD_RUNNING, ("address", "flood"): shares.CROWD_RUNNING - 1,
+                       ("address", "visitor"): 5})
+    assert shares.capped(holding, running, others=True) == {"hall"}  # the flood may start one more; no visitor is
+    assert shares.capped(holding, running, others=False) == set()  # nobody else: a crowd takes every worker
+
+
 def test_a_refusal_says_why_and_when_to_try_again():
     busy = shares.queue_full(holding=200, places=256, retry_s=2.2, yielded=False)
     assert busy.retry_s == 3
