@@ -20,7 +20,7 @@ import pytest
 from model.network.inference import ASSETS, Translator
 from model.probes.ablation import head_mask, parse_heads
 from model.serving.batches import attention_requests, translate_requests
-from model.serving.batching import CROWD, CROWD_NICE, BatchedTranslator, BatchSettings, MicroBatcher
+from model.serving.batching import CROWD, CROWD_NICE, CROWD_WAITS, BatchedTranslator, BatchSettings, MicroBatcher
 from model.serving.worker import ROOT, ModelProcess, WorkerGone
 from model.terms import KINDS
 
@@ -252,6 +252,21 @@ def test_a_crowds_calls_run_in_a_lane_of_their_own_at_a_lower_cpu_priority(tiny,
     batched.close()
     for pid in pids:
         assert_gone(pid)
+
+
+def test_a_crowds_calls_are_counted_while_they_wait_for_the_model_and_the_queue_is_told(tiny, monkeypatch):
+    batched = BatchedTranslator(tiny, max_batch_size=4)
+    seen, told = [], []
+    for lane in (batched.main, batched.crowd):
+        submit = lane.batcher.submit
+        monkeypatch.setattr(lane.batcher, "submit", lambda g, i, submit=submit: seen.append(CROWD_WAITS.count)
+                            or submit(g, i))
+    monkeypatch.setattr(CROWD_WAITS, "listener", lambda: told.append(CROWD_WAITS.count))
+    batched.translate("a dog runs.", 1)  # everyone else's: not counted
+    crowd = contextvars.copy_context()
+    crowd.run(CROWD.set, True)
+    crowd.run(batched.translate, "a dog runs.", 1)
+    assert seen == [0, 1] and told == [1] and CROWD_WAITS.count == 0
 
 
 def test_the_ablations_sample_decodes_in_the_crowd_lane_as_it_would_here(tiny, with_process):

@@ -149,6 +149,29 @@ CROWD: ContextVar[bool] = ContextVar("attn_crowd", default=False)
 CROWD_NICE = 10  # the crowd lane's model process: the scheduler gives the other lane's the CPU first
 
 
+class ModelWaits:
+    """How many of a crowd's requests wait for the model now (their batch queued or running), and whom to tell when
+    one starts waiting: a request that waits for the model takes none of the server's own interpreter, so the queue
+    may start another of the crowd's (viz.ui.shares ``capped``, viz.ui.limits)."""
+
+    def __init__(self):
+        self.count, self._lock = 0, threading.Lock()
+        self.listener: Callable[[], None] | None = None  # called from the waiting thread (the server's queue's wake)
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.count += 1
+        if (listener := self.listener) is not None:
+            listener()
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+CROWD_WAITS = ModelWaits()  # one per server process, as its queue
+
+
 class Lane:
     """One micro-batcher and the model process its batches run in (``process``: else they run here)."""
 
@@ -206,29 +229,36 @@ class BatchedTranslator:
         """Batches run in the server's process, both lanes."""
         return self.main.batches_here + self.crowd.batches_here
 
-    def _lane(self) -> MicroBatcher:
-        return (self.crowd if CROWD.get() else self.main).batcher
+    def _submit(self, lane: Lane | None, how: str, group: tuple, item) -> Any:
+        """``item`` through ``lane``'s batcher (by default the request's: ``CROWD``), counted in ``CROWD_WAITS``
+        while it waits if the request is a crowd's."""
+        lane = lane or (self.crowd if CROWD.get() else self.main)
+        submit = getattr(lane.batcher, how)
+        if not CROWD.get():
+            return submit(group, item)
+        with CROWD_WAITS:
+            return submit(group, item)
 
     def attention(self, text: str, target: str | None = None, scale: float | None = None,
                   head_mask=None) -> AttentionResult:
         if head_mask is not None:
             return self.translator.attention(text, target, scale, head_mask)
-        return self._lane().submit(("attention", scale), (text, target))
+        return self._submit(None, "submit", ("attention", scale), (text, target))
 
     def attention_rows(self, requests: list[tuple[str, str | None, float | None]]) -> list[AttentionResult]:
         """``Translator.attention(text, target, scale)`` for each (text, target, scale), decoded as one batch with a
         scale per row (``model.serving.batches.attention_rows``)."""
-        return self._lane().submit_all(("attention_rows",), list(requests))
+        return self._submit(None, "submit_all", ("attention_rows",), list(requests))
 
     def translate(self, text: str, beam: int = 4, scale: float | None = None, head_mask=None) -> str:
         if head_mask is not None:
             return self.translator.translate(text, beam, scale, head_mask)
-        return self._lane().submit(("translate", beam, scale), text)
+        return self._submit(None, "submit", ("translate", beam, scale), text)
 
     def translate_ids(self, batch_ids: list[list[int]], beam: int = 1, head_mask=None) -> list[str]:
         """``Translator.translate_batch(batch_ids, beam, head_mask=head_mask)``: heavy work (the ablation's sample,
         seconds of CPU), in the crowd's lane whoever asks, so that it never slows everyone else's sentences."""
-        return self.crowd.batcher.submit(("translate_ids", beam, mask_key(head_mask)), batch_ids)
+        return self._submit(self.crowd, "submit", ("translate_ids", beam, mask_key(head_mask)), batch_ids)
 
     def start(self) -> None:
         """Start the lanes' model processes now (the app does at launch: they load while Gradio starts), if any."""

@@ -26,6 +26,7 @@ model/serving/README.md, "Fair shares".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import random
@@ -44,7 +45,7 @@ from fastapi import HTTPException
 from gradio import route_utils
 from gradio.server_messages import ProcessCompletedMessage
 
-from model.serving.batching import CROWD
+from model.serving.batching import CROWD, CROWD_WAITS
 from viz.ui import shares
 from viz.ui.logs import log_line
 from viz.ui.shares import Busy, Claim
@@ -115,8 +116,22 @@ class FairQueue(_GradioQueue):
                     self._log("refused", fn, visitor(request), busy)
                     raise Refused(busy) from None
         if self._sweeper is None or self._sweeper.done():
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
+            loop = asyncio.get_running_loop()
+            self._sweeper = loop.create_task(self._sweep_forever())
+            CROWD_WAITS.listener = lambda: self._wake(loop)
         return await super().push(body, request, username)
+
+    def _wake(self, loop: asyncio.AbstractEventLoop) -> None:
+        """``_changed`` in the server's loop, from a thread (nothing once that loop is closed: the app stopped)."""
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._changed)
+
+    def _changed(self) -> None:
+        """Look for a request to start again (a crowd's request began to wait for the model: another may start),
+        through ``viz.ui.patches.queue_waits_for_events``'s wake where the queue has it."""
+        if hasattr(self, "attn_changed"):
+            self.attn_changes += 1
+            self.attn_changed.set()
 
     def waiting(self, concurrency_id: str | None = None) -> list:
         """(event, claim) of every request waiting (in queue ``concurrency_id`` only, if given), oldest first."""
@@ -193,7 +208,7 @@ class FairQueue(_GradioQueue):
         now = time.monotonic()
         if any(not shares.crowd(n) for n in holding.values()):
             self.others_at = now
-        capped = shares.capped(holding, running, now - self.others_at <= shares.OTHERS_RECENT_S)
+        capped = shares.capped(holding, running, now - self.others_at <= shares.OTHERS_RECENT_S, CROWD_WAITS.count)
         picked = self._pick(running, capped) or self._quick_pick(holding)
         if picked:
             for event in picked[0]:

@@ -23,8 +23,8 @@ requests, it never earns an address more.
   (``model.serving.batching``), and everyone else's in the other: a lone visitor's sentence does not wait for a
   hall's batch of 32. A queue whose workers are all taken still starts the oldest request of an address that is not
   a crowd, up to ``QUICK_WORKERS`` more: a lone visitor does not wait for a worker either. And while anyone else is
-  served, a crowd runs at most ``CROWD_RUNNING`` requests at once (``capped``): the rest of its requests wait their
-  turn, so that the server's one interpreter is not 32 of the crowd's answers to one of the visitor's.
+  served, crowds run at most ``CROWD_RUNNING`` requests at once besides those waiting for the model (``capped``):
+  the rest wait their turn, so that the server's one interpreter is not 32 of a hall's answers to one visitor's.
 - **Unread answers**: an answer counts against its visitor until it is read: at most ``UNREAD_PLACES`` for everyone
   (memory: each may be an 11 MB /attention answer), shared by the same rule, its oldest first, among those ready
   ``UNREAD_GRACE_S`` ago or more (younger ones are still on their way to a reader); none is kept longer than
@@ -45,7 +45,7 @@ UNREAD_S = 30.0  # an answer not read this long after it was ready is dropped
 UNREAD_GRACE_S = 5.0  # younger answers are on their way to their readers (a busy server sends a page's in seconds)
 CROWD = 12  # an address holding more requests than this is a crowd (a page load sends ~9; a hall, hundreds)
 QUICK_WORKERS = 4  # a queue's workers beyond its limit, for requests of addresses that are not a crowd
-CROWD_RUNNING = 4  # a crowd's requests running at once, while others are served (``capped``)
+CROWD_RUNNING = 4  # crowds' requests in the server's interpreter at once, while others are served (``capped``)
 OTHERS_RECENT_S = 2.0  # others are served: an address that is no crowd held a request this recently
 TURNS_KEPT = 4096  # addresses and sessions whose last turn is remembered (the least recent are forgotten first)
 
@@ -172,14 +172,16 @@ def crowd(holding: int) -> bool:
     return holding > CROWD
 
 
-def capped(holding: Counter, running: Counter, others: bool) -> set[str]:
+def capped(holding: Counter, running: Counter, others: bool, in_model: int = 0) -> set[str]:
     """The crowds that may start no more requests now (``holding``: requests waiting and running by address;
-    ``running``: by ("address", name)): while ``others`` are served, a crowd runs at most ``CROWD_RUNNING`` at once.
-    Every request of a crowd goes through the server's one interpreter (its answer, its figures): 32 at once leave a
-    visitor's request one turn in 33 there; a few at once still keep both cores busy with the crowd's work."""
-    if not others:
-        return set()
-    return {a for a, n in holding.items() if crowd(n) and running["address", a] >= CROWD_RUNNING}
+    ``running``: by ("address", name); ``in_model``: the crowds' running requests that wait for the model): while
+    ``others`` are served, the crowds together run at most ``CROWD_RUNNING`` requests in the server's own interpreter.
+    Every request goes through that one interpreter (its answer, its figures): 32 of a crowd's at once there leave a
+    visitor's request one turn in 33; a request waiting for the model (its own process) takes no turn there, so a
+    hall of new sentences still fills the model's batches."""
+    crowds = {a for a, n in holding.items() if crowd(n)}
+    busy = sum(running["address", a] for a in crowds) - in_model
+    return crowds if others and busy >= CROWD_RUNNING else set()
 
 
 def quick_pick(waiting: Sequence[Claim], holding: Counter) -> int | None:
