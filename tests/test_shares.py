@@ -154,15 +154,18 @@ def test_a_full_queue_may_start_the_oldest_request_of_an_address_that_is_no_crow
     assert shares.quick_pick(claims("hall", 5), Counter({"hall": 52})) is None  # only a crowd waits: it waits
 
 
-def test_crowds_run_a_few_at_once_besides_their_model_waits_only_while_others_are_served():
+def test_crowds_run_a_few_at_once_besides_their_model_waits_only_while_others_are_served(monkeypatch):
+    monkeypatch.setattr(shares, "CROWD_RUNNING", 4)
+    monkeypatch.setattr(shares, "CROWD_RUNNING_ALL", 8)
     holding = Counter({"hall": 52, "flood": 20, "visitor": 2})
     running = Counter({("address", "hall"): 3, ("address", "visitor"): 5})
-    assert shares.capped(holding, running, others=True) == set()  # 3 of the crowds' run (CROWD_RUNNING 4)
+    assert shares.capped(holding, running, others=True) == set()  # 3 of the crowds' run
     running["address", "flood"] = 1
     assert shares.capped(holding, running, others=True) == {"hall", "flood"}  # 4: together
     assert shares.capped(holding, running, others=True, in_model=1) == set()  # one waits for the model
+    running["address", "hall"] = 7
+    assert shares.capped(holding, running, others=True, in_model=5) == {"hall", "flood"}  # 8 in all
     assert shares.capped(holding, running, others=False) == set()  # nobody else: crowds take every worker
-    assert shares.CROWD_RUNNING == 4
 
 
 def test_a_refusal_says_why_and_when_to_try_again():

@@ -45,7 +45,8 @@ UNREAD_S = 30.0  # an answer not read this long after it was ready is dropped
 UNREAD_GRACE_S = 5.0  # younger answers are on their way to their readers (a busy server sends a page's in seconds)
 CROWD = 12  # an address holding more requests than this is a crowd (a page load sends ~9; a hall, hundreds)
 QUICK_WORKERS = 4  # a queue's workers beyond its limit, for requests of addresses that are not a crowd
-CROWD_RUNNING = 4  # crowds' requests in the server's interpreter at once, while others are served (``capped``)
+CROWD_RUNNING = 2  # crowds' requests in the server's interpreter at once, while others are served (``capped``)
+CROWD_RUNNING_ALL = 8  # crowds' requests running at once in all (in the model too), while others are served
 OTHERS_RECENT_S = 2.0  # others are served: an address that is no crowd held a request this recently
 TURNS_KEPT = 4096  # addresses and sessions whose last turn is remembered (the least recent are forgotten first)
 
@@ -178,10 +179,12 @@ def capped(holding: Counter, running: Counter, others: bool, in_model: int = 0) 
     ``others`` are served, the crowds together run at most ``CROWD_RUNNING`` requests in the server's own interpreter.
     Every request goes through that one interpreter (its answer, its figures): 32 of a crowd's at once there leave a
     visitor's request one turn in 33; a request waiting for the model (its own process) takes no turn there, so a
-    hall of new sentences still fills the model's batches."""
+    hall of new sentences still fills the model's batches — up to ``CROWD_RUNNING_ALL`` running in all: a batch's
+    answers come back together, and each then takes its turns in the interpreter."""
     crowds = {a for a, n in holding.items() if crowd(n)}
-    busy = sum(running["address", a] for a in crowds) - in_model
-    return crowds if others and busy >= CROWD_RUNNING else set()
+    together = sum(running["address", a] for a in crowds)
+    full = together - in_model >= CROWD_RUNNING or together >= CROWD_RUNNING_ALL
+    return crowds if others and full else set()
 
 
 def quick_pick(waiting: Sequence[Claim], holding: Counter) -> int | None:
