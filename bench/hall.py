@@ -17,6 +17,8 @@ app, e.g. the code before a change). One ``python app.py`` (with its model proce
   against the hall alone, and what the flood got.
 The visitor, from a third address, sends one /visualise of a new sentence after another during each part: its
 median against its lone median.
+``--pooled ROUNDS``: instead, the class and the hall in turn ROUNDS times on one app, the visitor's requests during
+each pooled against its lone median (one run gives it 5–6 requests during the class: its ratio moves by ± 0.5).
 
 Addresses are loopback's own (127.0.0.x): each client binds its address, so the app sees three visitors without
 any proxy header. The clients are light, so that the server is what is measured: the hall's students are one Node
@@ -422,12 +424,58 @@ def _unanswered(r: dict) -> int:
                if k != "complete")
 
 
+def pooled(rounds: int, log: Callable[[str], None] = print, checkout: Path = ROOT) -> dict:
+    """The visitor during the class and the hall, ``rounds`` of each in turn on one app, its every request pooled
+    against its lone median (a run of ``run`` gives it 5–6 requests during the class: one ratio moves ± 0.5)."""
+    with app_process(("app.py",), timeout=START_S, checkout=checkout) as app:
+        url = app.url
+        info = json.loads(httpx.get(f"{url}gradio_api/info", timeout=60).text)["named_endpoints"]
+        tail = [p.get("parameter_default") for p in info["/visualise"]["parameters"]][5:]
+        slide = list(dict.fromkeys(e.sentence for e in EXAMPLES))[:PER_CLIENT]
+        data = [visualise_args(distinct_text(100_000 + i)) + tail for i in range(200 * (2 * rounds + 1))]
+        lone = Visitor(url, data[:200])
+        lone.start()
+        time.sleep(LONE_S)
+        alone = lone.result()["median_ms"]
+        out: dict = {"alone_ms": alone, "class": {"ratios": [], "p95_ms": []}, "hall": {"ratios": [], "p95_ms": []}}
+        during: dict[str, list[float]] = {"class": [], "hall": []}
+        for r in range(rounds):
+            for k, part in enumerate(("class", "hall")):
+                def args(i: int, part=part, r=r) -> list:
+                    text = slide[i % PER_CLIENT] if part == "class" else distinct_text(1000 * r + 10 * i + 7)
+                    return visualise_args(text) + tail
+
+                visitor = Visitor(url, data[200 * (2 * r + k + 1):][:200])
+                visitor.start()
+                got = asyncio.run(hall(url, args, lambda _: None, HALL))
+                seen = visitor.result()
+                during[part] += visitor.latencies
+                out[part]["ratios"].append(seen["median_ms"] / alone)
+                out[part]["p95_ms"].append(got["p95_ms"])
+                log(f"  {part} {r + 1}: p95 {got['p95_ms']:.0f} ms; the visitor {seen['n']} × "
+                    f"{seen['median_ms'] / alone:.2f}")
+    for part, latencies in during.items():
+        out[part]["pooled"] = _ms(latencies)["median_ms"] / alone
+        out[part]["n"] = len(latencies)
+        log(f"{part}: the visitor's {len(latencies)} requests pooled × {out[part]['pooled']:.2f} its lone {alone:.0f} "
+            f"ms (rounds: {', '.join(f'× {x:.2f}' for x in out[part]['ratios'])}); the {part}'s p95 "
+            f"{', '.join(f'{x:.0f}' for x in out[part]['p95_ms'])} ms")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkout", type=Path, default=ROOT, help="the copy of the app to serve (default: this)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--quick", action="store_true", help="a quarter of the clients and pages")
+    parser.add_argument("--pooled", type=int, metavar="ROUNDS", help="instead: the visitor during ROUNDS of the "
+                        "class and of the hall in turn, its requests pooled (a steadier ratio than one run's)")
     args = parser.parse_args()
+    if args.pooled:
+        result = pooled(args.pooled, checkout=args.checkout.resolve())
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1, default=str))
+        return
     result = run(args.quick, checkout=args.checkout.resolve())
     for row in rows(result):
         print(" | ".join(row))
