@@ -20,9 +20,13 @@ MAIN = {
     "heads": ("heads-grid",),
     "lab": ("lab-table3a",),
 }
-# … and the tabs whose first figure is taller than a 720-px screen at a readable size (measured, not asserted): Inside a
-# head's panel (a) (~730 px: x, then q, K and V of every key, each a labelled strip) and Figure 1 (~1,180 px drawn at
-# the page's width; at the screen's height its smallest text would fall to ~5 px). The Model card has no figure.
+# … whole in normal mode only: Figure 1, fitted to the room under its top (assets/web/figure1.js, ~0.55× its size at
+# 1280×720; "full size" draws it at the page's width), drawn at the page's width in presentation mode (its texts at
+# 16 px or more: ~1,180 px tall).
+NORMAL = {"architecture": ("figure1",)}
+# … and the figures taller than a 720-px screen at a readable size (measured, not asserted): Inside a head's panel (a)
+# (~730 px: x, then q, K and V of every key, each a labelled strip), and Figure 1 in presentation mode. The Model card
+# has no figure.
 TALLER = {"inside": ("in-projections",), "architecture": ("figure1",)}
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
 
