@@ -111,7 +111,7 @@ NAMES = """() => {
 }"""
 
 
-def trace(url: str, walks: int, text: str = "", timeout_ms: float = 90_000) -> None:
+def trace(url: str, walks: int, text: str = "", timeout_ms: float = 90_000, transitions: bool = True) -> None:
     from playwright.sync_api import sync_playwright  # a test requirement only
 
     stops = len(lecture.STOPS)
@@ -121,6 +121,8 @@ def trace(url: str, walks: int, text: str = "", timeout_ms: float = 90_000) -> N
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 720})
             context.add_init_script(TRACE)
+            if not transitions:  # what the view transition (the stop shown held until the next is drawn) costs
+                context.add_init_script("delete Document.prototype.startViewTransition;")
             page = context.new_page()
             page.goto(f"{url}?{urlencode(query)}")
             page.wait_for_function(DRAWN, arg=1, timeout=timeout_ms)
@@ -177,12 +179,13 @@ def main() -> None:
     parser.add_argument("--walks", type=int, default=1)
     parser.add_argument("--text", default="", help="the sentence (default: the lecture's own)")
     parser.add_argument("--url", default="", help="an app already running (default: start one)")
+    parser.add_argument("--without-transitions", action="store_true", help="the page without view transitions")
     args = parser.parse_args()
     if args.url:
-        trace(args.url, args.walks, args.text)
+        trace(args.url, args.walks, args.text, transitions=not args.without_transitions)
         return
     with app_process(("-m", "bench.serve")) as app:
-        trace(app.url, args.walks, args.text)
+        trace(app.url, args.walks, args.text, transitions=not args.without_transitions)
 
 
 if __name__ == "__main__":

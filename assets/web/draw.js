@@ -182,17 +182,17 @@
   }));
   new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(redraw))
     .observe(document.body, {attributes: true, attributeFilter: ['class']});
-  // A figure off screen (in a hidden tab, or above or below the view) is drawn once it comes near the view (scrolled
-  // to within a quarter of a screen, its tab shown), or once the page is idle (IDLE_MS at most): a lecture stop or a
-  // tab's answer is on screen without waiting for the figures below it (Inside a head's six panels: ~60 ms each on a
-  // 2-core machine), and a figure in a hidden tab, which Gradio mounts anew and draws again as its tab shows, is drawn
-  // there at most once the page has nothing else to do. A figure sent again before it was drawn is drawn once, the
-  // last. The view is checked as the page scrolls (an IntersectionObserver) and after each change of the page's
+  // A figure in a hidden tab, which Gradio mounts anew and draws again as its tab shows, is drawn once it shows, or
+  // once the page is idle (IDLE_MS at most); while a feature holds every draw (shared.drawHeld: the lecture, while the
+  // next stop is on its way: what is on screen before its scroll is not what is on screen after it), a figure waits
+  // too, and once the hold is over it is drawn at the page's next change, as it comes within a quarter of a screen of
+  // the view (an IntersectionObserver), or once the page is idle, whichever is first: a stop is on screen without
+  // waiting for the figures below it (Inside a head's six panels: ~60 ms each on a 2-core machine). A figure sent
+  // again before it was drawn is drawn once, the last. Whether it shows is checked after each change of the page's
   // elements (a tab shown: the browser may be running no frames while the lecture holds a stop on screen).
   // shared.drawParked(selector): those in what it finds, now (plotly marks its element .js-plotly-plot only as it
-  // draws it), and how many; shared.drawNear(): those on screen now (the lecture, once it has scrolled to a stop, before its swap);
-  // shared.drawHeld: a function a feature sets, true while every figure waits (the lecture, while the next stop is
-  // on its way: what is on screen before its scroll is not what is on screen after it).
+  // draws it), and how many; shared.drawNear(): those on screen now (the lecture, once it has scrolled to a stop,
+  // before its swap); shared.drawHeld: a function a feature sets, true while every figure waits.
   const IDLE_MS = 1000;
   const parked = new Map();  // a plotly element -> {job: its draw, done: the promise's resolve}
   const onScreen = (gd) => {
@@ -211,6 +211,9 @@
     if (e.isIntersecting) unpark(e.target);
   }), {rootMargin: '25% 0px'});
   const drawNear = () => [...parked.keys()].forEach((gd) => { if (!gd.isConnected || onScreen(gd)) unpark(gd); });
+  const drawShown = () => [...parked.keys()].forEach((gd) => {
+    if (!gd.isConnected || gd.getClientRects().length) unpark(gd);
+  });
   const drawParked = (selector) => {
     const blocks = [...document.querySelectorAll(selector)].map((el) => el.closest('[id]') || el);
     const found = [...parked.keys()].filter((gd) => blocks.some((block) => block.contains(gd)));
@@ -222,7 +225,7 @@
   shared.onChange(() => {
     if (checking || !parked.size || (shared.drawHeld && shared.drawHeld())) return;
     checking = true;
-    setTimeout(() => { checking = false; drawNear(); });
+    setTimeout(() => { checking = false; if (!(shared.drawHeld && shared.drawHeld())) drawShown(); });
   });
   const park = (gd, job) => {
     const p = parked.get(gd);
@@ -243,7 +246,8 @@
       if (!(gd instanceof HTMLElement) || !gd.isConnected) return react.call(this, gd, ...rest);
       return Promise.resolve().then(() => {
         if (!gd.isConnected) return gd;
-        if (!onScreen(gd) || parked.has(gd) || (shared.drawHeld && shared.drawHeld())) return park(gd, () => draw.call(this, gd, rest));
+        const held = shared.drawHeld && shared.drawHeld();
+        if (held || parked.has(gd) || !gd.getClientRects().length) return park(gd, () => draw.call(this, gd, rest));
         return draw.call(this, gd, rest);
       });
     };
