@@ -20,14 +20,11 @@ MAIN = {
     "heads": ("heads-grid",),
     "lab": ("lab-table3a",),
 }
-# … whole in normal mode only: Figure 1, fitted to the room under its top (assets/web/figure1.js, ~0.55× its size at
-# 1280×720; "full size" draws it at the page's width), drawn at the page's width in presentation mode (its texts at
-# 16 px or more: ~1,180 px tall).
-NORMAL = {"architecture": ("figure1",)}
 # … and the figures taller than a 720-px screen at a readable size (measured, not asserted): Inside a head's panel (a)
-# (~730 px: x, then q, K and V of every key, each a labelled strip), and Figure 1 in presentation mode. The Model card
-# has no figure.
+# (~700 px: x, then q, K and V of every key, each a labelled strip) and Figure 1 (~1,180 px drawn at the page's width:
+# whole only when fitted to the screen, asked for, its notes then ~5 px: ``FITTED``). The Model card has no figure.
 TALLER = {"inside": ("in-projections",), "architecture": ("figure1",)}
+FITTED = ("figure1",)
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
 
 # [id, top, bottom] of each figure as drawn now (its SVG and its texts; null until drawn)
