@@ -4,10 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from starlette.requests import Request
 
 from viz.ui.patches import watched_disconnects
+
+
+def _run(scenario):
+    """``asyncio.run(scenario())`` in a thread of its own (Playwright's loop may run in this one)."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, scenario()).result()
 
 
 def _request(method: str, messages: asyncio.Queue) -> Request:
@@ -28,7 +35,7 @@ def test_a_get_learns_its_client_left_and_waits_for_nothing_until_then():
         seen.append(await request.is_disconnected())
         return [*seen, messages.qsize()]
 
-    assert asyncio.run(scenario()) == [False, False, False, True, 0]
+    assert _run(scenario) == [False, False, False, True, 0]
 
 
 def test_a_request_with_a_body_asks_as_starlette_does():
@@ -41,4 +48,4 @@ def test_a_request_with_a_body_asks_as_starlette_does():
         await messages.put({"type": "http.disconnect"})
         return first, await request.is_disconnected(), getattr(request, "_attn_watch", None)
 
-    assert asyncio.run(scenario()) == (False, True, None)
+    assert _run(scenario) == (False, True, None)
