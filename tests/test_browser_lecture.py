@@ -96,6 +96,14 @@ GEOMETRY = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd
 })"""
 
 
+# the link follows the stop: its tab, and its view where the link names it (the page rewrites it once the view is set)
+SYNCED = """([tab, view]) => {
+  const q = new URLSearchParams(location.search);
+  const named = Object.keys(view).filter((k) => q.has(k));
+  return q.get('tab') === tab && named.every((k) => q.get(k) === String(view[k]));
+}"""
+
+
 def _shown(page: Page, n: int, whole: bool = True) -> None:
     """Until stop ``n``'s mark (and ``whole``: its frame) is on screen above the bar; if it never is, the failure says
     where things were."""
@@ -123,7 +131,7 @@ def _at_stop(page: Page, n: int, measured: bool = True, own: bool = True, whole:
     own sentence, whose words are written beside the stop) and that it was moved to in place; returns the state."""
     stop = lecture.STOPS[n - 1]
     _shown(page, n, whole)
-    page.wait_for_function("(tab) => new URLSearchParams(location.search).get('tab') === tab", arg=stop.tab)  # synced
+    page.wait_for_function(SYNCED, arg=[stop.tab, {k: v for k, v in stop.view.items() if k != "query"}])
     state = page.evaluate(STATE)
     top, bottom, scroll_h, client_h = state["bar"]
     assert 0 <= top and bottom <= state["height"] and scroll_h <= client_h + 1, (n, state["bar"])  # nothing cut
