@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import random
 import time
 import types
@@ -98,7 +97,7 @@ class FairQueue(_GradioQueue):
         super().__init__(*args, **kwargs)
         self.unread: dict[str, Unread] = {}  # event id -> its answer, until it is read or dropped
         self.turns = shares.Turns()
-        self.others_at = -math.inf  # when an address that is no crowd last held a request (shares.capped)
+        self.others_at: dict[str, float] = {}  # address -> when it last held a request as no crowd (shares.capped)
         self._sweeper: asyncio.Task | None = None
 
     # ------------------------------------------------------------------------------ places
@@ -206,9 +205,13 @@ class FairQueue(_GradioQueue):
         for queue in self.event_queue_per_concurrency_id.values():
             holding.update(claim(e).address for e in queue.queue)
         now = time.monotonic()
-        if any(not shares.crowd(n) for n in holding.values()):
-            self.others_at = now
-        capped = shares.capped(holding, running, now - self.others_at <= shares.OTHERS_RECENT_S, CROWD_WAITS.count)
+        for address, n in holding.items():
+            if not shares.crowd(n):
+                self.others_at[address] = now
+        self.others_at = {a: t for a, t in self.others_at.items() if now - t <= shares.OTHERS_RECENT_S}
+        crowds = {a for a, n in holding.items() if shares.crowd(n)}
+        others = any(a not in crowds for a in self.others_at)  # (a crowd's own first requests are not others)
+        capped = shares.capped(holding, running, others, CROWD_WAITS.count)
         picked = self._pick(running, capped) or self._quick_pick(holding)
         if picked:
             for event in picked[0]:
