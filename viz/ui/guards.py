@@ -33,7 +33,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware import Middleware
 
 from viz.ui.callers import Callers, validation_error
-from viz.ui.page_cache import PageCache
+from viz.ui.page_cache import PageCache, whole_answer
 from viz.ui.patches import FAULT
 from viz.views.page import WEB
 
@@ -185,24 +185,15 @@ class CompressedAssets:
 
     async def answer(self, scope, receive, send, path: str) -> None:
         if path not in self.kept:
-            start, chunks = None, []
-
-            async def caught(message):
-                nonlocal start
-                if message["type"] == "http.response.start":
-                    start = message
-                elif message["type"] == "http.response.body":
-                    chunks.append(message.get("body", b""))
-
-            await self.app(scope, receive, caught)
+            start, whole = await whole_answer(self.app, scope, receive)
             headers = {key.lower(): value for key, value in (start or {}).get("headers", [])}
             kind = headers.get(b"content-type", b"").split(b";")[0].strip()
             if start is None or start["status"] != 200 or kind not in self.TYPES or b"content-encoding" in headers:
                 if start is not None:  # (an answer not to keep, as it came)
                     await send(start)
-                    await send({"type": "http.response.body", "body": b"".join(chunks)})
+                    await send({"type": "http.response.body", "body": whole})
                 return None
-            body = await anyio.to_thread.run_sync(lambda: brotli.compress(b"".join(chunks), quality=4))
+            body = await anyio.to_thread.run_sync(lambda: brotli.compress(whole, quality=4))
             kept = [(k, v) for k, v in start["headers"] if k.lower() not in (b"content-length", b"vary")]
             kept += [(b"content-encoding", b"br"), (b"vary", b"Accept-Encoding"),
                      (b"content-length", str(len(body)).encode())]

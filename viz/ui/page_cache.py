@@ -27,6 +27,21 @@ MAX_PAGES = 8
 _HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server")
 
 
+async def whole_answer(app, scope, receive) -> tuple[dict | None, bytes]:
+    """``app``'s answer to the request, held whole: (its ``http.response.start`` message or None, its body)."""
+    start, chunks = None, []
+
+    async def caught(message):
+        nonlocal start
+        if message["type"] == "http.response.start":
+            start = message
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, caught)
+    return start, b"".join(chunks)
+
+
 class PageCache:
     """Kept answers of ``GET /``: per key, (headers, body, its Brotli form)."""
 
@@ -50,19 +65,9 @@ class PageCache:
         if key is None:
             return await render(scope, receive, send)
         if key not in self.kept:
-            start, chunks = None, []
-
-            async def caught(message):
-                nonlocal start
-                if message["type"] == "http.response.start":
-                    start = message
-                elif message["type"] == "http.response.body":
-                    chunks.append(message.get("body", b""))
-
-            await render(scope, receive, caught)
+            start, body = await whole_answer(render, scope, receive)
             if start is None:
                 return None
-            body = b"".join(chunks)
             headers = {k.lower(): v for k, v in start.get("headers", [])}
             if (start["status"] != 200 or b"content-encoding" in headers
                     or not headers.get(b"content-type", b"").startswith(b"text/html")):
