@@ -214,6 +214,7 @@ def visit(page: Page, tab: str) -> None:
     if tab in DRAWN:
         page.wait_for_function(DRAWN[tab])
     open_how_to_read(page)
+    wait_idle(page)  # (the tab's other answers: a Markdown waiting for one is dimmed)
     page.evaluate(STILL)
 
 

@@ -218,8 +218,10 @@ def open_app(page: Page, url: str) -> None:
 
 def wait_idle(page: Page) -> None:
     """Until no component of the page waits for an answer (Gradio 6.31.0 writes a progress text, or an ETA bar, into
-    each until it comes): a test on a kept page ends so, where its last action's answer may still be on its way."""
-    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar')")
+    each until it comes, and dims a waiting Markdown to 20 % opacity, ``.pending``, even where its event shows no
+    progress): a test on a kept page ends so, where its last action's answer may still be on its way; what measures
+    colours waits so (a dimmed text reads at a contrast of ~1.5:1)."""
+    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar, .pending')")
 
 
 def value(page: Page, elem_id: str) -> str:
