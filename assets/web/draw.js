@@ -182,6 +182,61 @@
   }));
   new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(redraw))
     .observe(document.body, {attributes: true, attributeFilter: ['class']});
+  // A figure in a hidden tab, which Gradio mounts anew and draws again as its tab shows, is drawn once it shows, or
+  // once the page is idle (IDLE_MS at most); while a feature holds every draw (shared.drawHeld: the lecture, while the
+  // next stop is on its way: what is on screen before its scroll is not what is on screen after it), a figure waits
+  // too, and once the hold is over it is drawn at the page's next change, as it comes within a quarter of a screen of
+  // the view (an IntersectionObserver), or once the page is idle, whichever is first: a stop is on screen without
+  // waiting for the figures below it (Inside a head's six panels: ~60 ms each on a 2-core machine). A figure sent
+  // again before it was drawn is drawn once, the last. Whether it shows is checked after each change of the page's
+  // elements (a tab shown: the browser may be running no frames while the lecture holds a stop on screen).
+  // shared.drawParked(selector): those in what it finds, now (plotly marks its element .js-plotly-plot only as it
+  // draws it), and how many; shared.drawNear(): those on screen now (the lecture, once it has scrolled to a stop,
+  // before its swap); shared.drawHeld: a function a feature sets, true while every figure waits.
+  const IDLE_MS = 1000;
+  const parked = new Map();  // a plotly element -> {job: its draw, done: the promise's resolve}
+  const onScreen = (gd) => {
+    if (!gd.getClientRects().length) return false;
+    const r = gd.getBoundingClientRect();
+    return r.top < innerHeight && r.bottom > 0;
+  };
+  const unpark = (gd) => {
+    const p = parked.get(gd);
+    if (!p) return;
+    parked.delete(gd);
+    nearing.unobserve(gd);
+    p.done(gd.isConnected ? p.job() : gd);
+  };
+  const nearing = new IntersectionObserver((entries) => entries.forEach((e) => {
+    if (e.isIntersecting) unpark(e.target);
+  }), {rootMargin: '25% 0px'});
+  const drawNear = () => [...parked.keys()].forEach((gd) => { if (!gd.isConnected || onScreen(gd)) unpark(gd); });
+  const drawShown = () => [...parked.keys()].forEach((gd) => {
+    if (!gd.isConnected || gd.getClientRects().length) unpark(gd);
+  });
+  const drawParked = (selector) => {
+    const blocks = [...document.querySelectorAll(selector)].map((el) => el.closest('[id]') || el);
+    const found = [...parked.keys()].filter((gd) => blocks.some((block) => block.contains(gd)));
+    found.forEach(unpark);
+    return found.length;
+  };
+  Object.assign(shared, {drawParked, drawNear});
+  let checking = false;
+  shared.onChange(() => {
+    if (checking || !parked.size || (shared.drawHeld && shared.drawHeld())) return;
+    checking = true;
+    setTimeout(() => { checking = false; if (!(shared.drawHeld && shared.drawHeld())) drawShown(); });
+  });
+  const park = (gd, job) => {
+    const p = parked.get(gd);
+    if (p) { p.job = job; return p.promise; }  // (the last figure sent)
+    const next = {job};
+    next.promise = new Promise((resolve) => { next.done = resolve; });
+    parked.set(gd, next);
+    nearing.observe(gd);
+    (window.requestIdleCallback || setTimeout)(() => unpark(gd), {timeout: IDLE_MS});
+    return next.promise;
+  };
   // Plotly.react itself is wrapped: plotly has no public hook that runs before a draw.
   const deferDraws = (plotly) => {
     if (!plotly || plotly.attnDeferred) return plotly;
@@ -191,23 +246,28 @@
       if (!(gd instanceof HTMLElement) || !gd.isConnected) return react.call(this, gd, ...rest);
       return Promise.resolve().then(() => {
         if (!gd.isConnected) return gd;
-        let [data, layout, ...more] = rest;
-        for (const hook of layout ? shared.drawHooks : []) {
-          const own = hook(gd, data, layout, more[0]);
-          if (own) { ({data, layout} = own); break; }
-        }
-        if (gd.attnSent !== layout) Object.assign(gd, {attnSent: layout, attnSentData: data, attnSentConfig: more[0]});
-        gd.attnPresent = presenting();
-        gd.attnInk = ink(gd);
-        let grown = false;
-        if (gd.attnPresent && layout) [data, layout, grown] = presentDraw(gd, data, layout);
-        else if (layout) layout = {...layout, font: {...(layout.font || {}), color: gd.attnInk}};
-        if (layout && stillness.matches) layout = {...layout, transition: {duration: 0}};
-        if (grown) refit.unobserve(gd);
-        else if (fitMargins(gd, layout)) refit.observe(gd);
-        presentation.observe(gd);
-        return Promise.resolve(react.call(this, gd, data, layout, ...more)).then(drawn);
+        const held = shared.drawHeld && shared.drawHeld();
+        if (held || parked.has(gd) || !gd.getClientRects().length) return park(gd, () => draw.call(this, gd, rest));
+        return draw.call(this, gd, rest);
       });
+    };
+    const draw = function (gd, rest) {
+      let [data, layout, ...more] = rest;
+      for (const hook of layout ? shared.drawHooks : []) {
+        const own = hook(gd, data, layout, more[0]);
+        if (own) { ({data, layout} = own); break; }
+      }
+      if (gd.attnSent !== layout) Object.assign(gd, {attnSent: layout, attnSentData: data, attnSentConfig: more[0]});
+      gd.attnPresent = presenting();
+      gd.attnInk = ink(gd);
+      let grown = false;
+      if (gd.attnPresent && layout) [data, layout, grown] = presentDraw(gd, data, layout);
+      else if (layout) layout = {...layout, font: {...(layout.font || {}), color: gd.attnInk}};
+      if (layout && stillness.matches) layout = {...layout, transition: {duration: 0}};
+      if (grown) refit.unobserve(gd);
+      else if (fitMargins(gd, layout)) refit.observe(gd);
+      presentation.observe(gd);
+      return Promise.resolve(react.call(this, gd, data, layout, ...more)).then(drawn);
     };
     plotly.attnDeferred = true;
     return plotly;

@@ -23,7 +23,8 @@
    (classroom.js draws it).
    window.attnLectureMark() gives the mark's box on screen, window.attnLectureFrame() the box of what must be on screen
    with it (the figure, or the mark's frame) (tests). */
-(page, {send, plotOf, onChange}) => {
+(page, shared) => {
+  const {send, plotOf, onChange, drawParked, drawNear, drawHooks} = shared;
   const bar = () => document.getElementById('lecture-bar');
   const data = () => {
     const el = bar();
@@ -235,13 +236,46 @@
     }
     return done;
   };
+  // (a figure in a hidden tab, which Gradio draws anew from what the server sent as its tab shows: once the page is
+  // idle, not while the next stop is on its way)
+  // The same, before a map is drawn, from a map beside it drawn already (the same sentence: the same plot area; the
+  // titles measured on a canvas at the size drawn there): fitNarrow then finds nothing to change, and the map is
+  // drawn once (each change is a whole draw: ~30 ms a map on a 2-core machine).
+  const measure = document.createElement('canvas').getContext('2d');
+  const textWidth = (text, font) => {
+    measure.font = `${font.size || 12}px ${font.family || 'sans-serif'}`;
+    return Math.max(...String(text).split(/<br>/i).map((line) => measure.measureText(line.replace(/<[^>]*>/g, '')).width));
+  };
+  drawHooks.push((gd, data, layout) => {
+    if (!document.body.classList.contains('attn-lecture') || !gd.closest('#in-m-stages')) return null;
+    const beside = [...document.querySelectorAll('#in-m-stages .js-plotly-plot')]
+      .find((g) => g !== gd && g._fullLayout && g._fullLayout._size && g._fullLayout.xaxis);
+    if (!beside || beside.clientWidth !== gd.clientWidth) return null;
+    const fl = beside._fullLayout, {l, w} = fl._size, out = {...layout}, x = layout.xaxis || {};
+    const n = (x.tickvals || []).length, angle = Math.abs(x.tickangle || 0), size = (fl.xaxis.tickfont || {}).size || 12;
+    if (n && w / n < size) return null;  // (too close even upright: fitNarrow lays the maps two a row)
+    if (n && angle && angle !== 90 && (w / n) * Math.sin(angle * Math.PI / 180) < 1.25 * size) {
+      out.xaxis = {...x, tickangle: -90};
+    }
+    out.annotations = (layout.annotations || []).map((a, i) => {
+      const drawn = (fl.annotations || [])[i];
+      if (!drawn || a.xref !== 'paper' || a.xanchor !== 'left' || typeof a.x !== 'number') return a;
+      const left = l + a.x * w, over = left + textWidth(a.text, drawn.font) + 8 - gd.clientWidth;
+      const move = Math.min(over, left - 4);
+      return move > 0 ? {...a, x: a.x - move / w} : a;
+    });
+    return {data, layout: out};
+  });
   const unmark = () => {
     document.querySelectorAll('.lecture-mark').forEach((el) => el.classList.remove('lecture-mark'));
     document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
-      const shapes = (gd.layout && gd.layout.shapes) || [];
-      if (shapes.some((s) => s.name === 'lecture-mark') && window.Plotly) {
-        window.Plotly.relayout(gd, {shapes: shapes.filter((s) => s.name !== 'lecture-mark')});
-      }
+      const clear = () => {
+        const shapes = (gd.layout && gd.layout.shapes) || [];
+        if (gd.isConnected && shapes.some((s) => s.name === 'lecture-mark') && window.Plotly) {
+          window.Plotly.relayout(gd, {shapes: shapes.filter((s) => s.name !== 'lecture-mark')});
+        }
+      };
+      if (gd.getClientRects().length) clear(); else (window.requestIdleCallback || setTimeout)(clear, {timeout: 2000});
     });
   };
   const markElement = (m) => {
@@ -337,6 +371,7 @@
   };
 
   let done = {acted: false, stale: null}, shown = null, since = Date.now();
+  shared.drawHeld = () => target !== null;  // (the figures the stop shows are drawn once it is scrolled to: draw.js)
   const drawn = () => {  // the stop on its way is drawn: the swap, and its time
     if (!target) return;
     moves.push({stop: target.stop, ms: Math.round(performance.now() - target.since)});
@@ -371,10 +406,13 @@
       if (again) again.href = urlOf(d.stop);
       if (stale) unmark();
     }
-    if (stale || !d.mark) { drawn(); return; }
+    if (stale || !d.mark) { drawNear(); drawn(); return; }
+    // (a figure off screen waits to be drawn, draw.js: drawn now, and measured once the page has laid it out)
+    if (drawParked(`#${d.mark.plot}${d.mark.frame ? `, ${d.mark.frame}` : ''}`)) return;
     done.acted = done.acted || act(d);
     if (!done.acted || !fitFigure(d.mark) || !fitNarrow(d.mark) || !markElement(d.mark)) return;
     if (!moved) scrollTo(d.mark);
+    drawNear();  // (the figures on screen with it, before the swap)
     drawn();
   };
   // At most once a frame: a page load changes the page's elements in hundreds of tasks, and each update reads the

@@ -20,10 +20,11 @@ MAIN = {
     "heads": ("heads-grid",),
     "lab": ("lab-table3a",),
 }
-# … and the tabs whose first figure is taller than a 720-px screen at a readable size (measured, not asserted): Inside a
-# head's panel (a) (~730 px: x, then q, K and V of every key, each a labelled strip) and Figure 1 (~1,180 px drawn at
-# the page's width; at the screen's height its smallest text would fall to ~5 px). The Model card has no figure.
+# … and the figures taller than a 720-px screen at a readable size (measured, not asserted): Inside a head's panel (a)
+# (~700 px: x, then q, K and V of every key, each a labelled strip) and Figure 1 (~1,180 px drawn at the page's width:
+# whole only when fitted to the screen, asked for, its notes then ~5 px: ``FITTED``). The Model card has no figure.
 TALLER = {"inside": ("in-projections",), "architecture": ("figure1",)}
+FITTED = ("figure1",)
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
 
 # [id, top, bottom] of each figure as drawn now (its SVG and its texts; null until drawn)

@@ -7,6 +7,7 @@ Its endpoints for scripts (/lab_runs, /lab_attention, /timelapse) are ``viz.view
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import gradio as gr
 
@@ -104,19 +105,37 @@ def build_lab(page: Page, to_lab: gr.Button) -> None:
     # that names the tab (a lecture's move)
     on_link(page, "lab", lab.open_link_drawn, shelf, inputs=[kind, layer, chosen],
             outputs=[chosen, drawn["curves"], curves, curves_note], runs=names)
-    gr.on([tab.select, kind.change, layer.change, chosen.change],
-          listener(unless_drawn(functools.partial(lab.curves_plot, shelf), 2)), [drawn["curves"], kind, layer, chosen],
-          [curves, curves_note, drawn["curves"]], **PRIVATE)
+    # each figure: its presenter, inputs and outputs; drawn as its controls change, and all four as the tab opens, in
+    # one event (four had cost the page four round trips and their status work, in a row, at every opening)
+    curves_fig = (unless_drawn(functools.partial(lab.curves_plot, shelf), 2), [drawn["curves"], kind, layer, chosen],
+                  [curves, curves_note, drawn["curves"]])
+    table3a_fig = (unless_drawn(functools.partial(lab.table3a_plot, shelf), 2), [drawn["table3a"]],
+                   [table3a, table3a_note, drawn["table3a"]])
+    timelapse_fig = (unless_drawn(functools.partial(lab.timelapse_plot, shelf), 2),
+                     [drawn["timelapse"], example, tl_kind, tl_layer, tl_head, step, tl_run],
+                     [tl_plot, tl_note, drawn["timelapse"]])
+    heads_fig = (unless_drawn(functools.partial(lab.heads_plot, shelf), 1), [drawn["heads"], tl_kind, tl_layer, stat],
+                 [heads, drawn["heads"]])
+    gr.on([kind.change, layer.change, chosen.change], listener(curves_fig[0]), *curves_fig[1:], **PRIVATE)
     page_and_api([opened.change, run_btn.click, text.submit], lab.compare, runs, inputs=[text, left, right, pair_kind],
                  outputs=[left_text, left_plot, right_text, right_plot], notice=notice, api_name="lab_compare",
                  preprocess=False)  # its own checks, with messages (a Dropdown's would name Python types)
-    tab.select(listener(unless_drawn(functools.partial(lab.table3a_plot, shelf), 2)), drawn["table3a"],
-               [table3a, table3a_note, drawn["table3a"]], **PRIVATE)
     next_snapshot.click(None, step, step, js=in_browser("snapshotNext"))
-    gr.on([tab.select, example.change, tl_run.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
-          listener(unless_drawn(functools.partial(lab.timelapse_plot, shelf), 2)),
-          [drawn["timelapse"], example, tl_kind, tl_layer, tl_head, step, tl_run],
-          [tl_plot, tl_note, drawn["timelapse"]], **PRIVATE, trigger_mode="always_last")
-    gr.on([tab.select, tl_kind.change, tl_layer.change, stat.change],
-          listener(unless_drawn(functools.partial(lab.heads_plot, shelf), 1)),
-          [drawn["heads"], tl_kind, tl_layer, stat], [heads, drawn["heads"]], **PRIVATE)
+    gr.on([example.change, tl_run.change, tl_kind.change, tl_layer.change, tl_head.change, step.change],
+          listener(timelapse_fig[0]), *timelapse_fig[1:], **PRIVATE, trigger_mode="always_last")
+    gr.on([tl_kind.change, tl_layer.change, stat.change], listener(heads_fig[0]), *heads_fig[1:], **PRIVATE)
+    opening_inputs, opening = all_at_once(curves_fig, table3a_fig, timelapse_fig, heads_fig)
+    tab.select(listener(opening), opening_inputs, [out for fig in (curves_fig, table3a_fig, timelapse_fig, heads_fig)
+                                                   for out in fig[2]], **PRIVATE)
+
+
+def all_at_once(*figures: tuple) -> tuple[list, Callable]:
+    """``figures`` (each a presenter, its inputs and its outputs) as one listener: its inputs (each component once) and
+    a function of their values that returns every figure's outputs, in order."""
+    inputs = list({id(c): c for _, ins, _ in figures for c in ins}.values())
+
+    def opening(*values):
+        given = dict(zip(map(id, inputs), values, strict=True))
+        return tuple(out for present, ins, _ in figures for out in present(*(given[id(c)] for c in ins)))
+
+    return inputs, opening
