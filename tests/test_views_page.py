@@ -17,7 +17,7 @@ import app
 from model.network.inference import Translator
 from viz.heatmaps import HEAD_LABEL, LAYER_LABEL, overview_spec
 from viz.ui.patches import progress_on_components, shows_progress
-from viz.ui.wiring import listener
+from viz.ui.wiring import MOVING, WHILE_MOVING, listener
 from viz.views.outputs import finish_figure
 from viz.views.page import PAGE, SCRIPTS, WEB
 
@@ -122,6 +122,20 @@ def test_a_choice_made_while_a_figure_is_drawn_is_drawn_next(demo):
     tile = next(dep for dep in config["dependencies"] if dep["api_name"] == "open_tile")
     after_tile = [dep for dep in config["dependencies"] if dep["trigger_after"] == tile["id"]]
     assert after_tile and {dep["trigger_mode"] for dep in after_tile} == {"always_last"}
+
+
+def test_a_tab_opening_that_a_lectures_move_brings_draws_nothing_while_the_move_is_on_its_way(demo):
+    """Inside a head's opening and its draw (a chain: its later step's inputs are read as the page showed the last
+    stop, its states may already be the next one's) take the lecture's query first, which the page replaces with
+    ``MOVING`` while a move is on its way (``WHILE_MOVING``); so asked, they change nothing."""
+    config = demo.get_config_file()
+    go = next(b._id for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lecture-go")
+    gated = [dep for dep in config["dependencies"] if dep["js"] == WHILE_MOVING]
+    assert sorted(dep["api_name"] for dep in gated) == ["opening", "show_opened"]
+    for dep in gated:
+        assert dep["inputs"][0] == go
+        fn = demo.fns[dep["id"]].fn
+        assert fn(MOVING, *[None] * (len(dep["inputs"]) - 1)) == tuple(gr.skip() for _ in dep["outputs"])
 
 
 def test_every_named_endpoint_is_there(demo):

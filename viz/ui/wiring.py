@@ -152,6 +152,27 @@ def unless_drawn(present: Callable, n_outputs: int) -> Callable:
     return run
 
 
+# A lecture's move in place brings a tab's whole view in its own answer (``on_link``): a listener of the tab's own
+# opening that would draw it again takes ``page.lecture_go`` as its first input, with this js, and ``unless_moving``:
+# asked while a move is on its way (the page sends ``MOVING`` in its place), it changes nothing. (Its other inputs
+# were read as the page showed the last stop, and a state it reads may already be the next one's: the previous
+# stop's view, drawn over the next one's, had left Inside a head showing the whole matrices of stop 3 at stop 4.)
+MOVING = "moving"
+WHILE_MOVING = (f"(...inputs) => (window.attnLectureMoving && window.attnLectureMoving() ? [{MOVING!r}, "
+                "...inputs.slice(1)] : inputs)")
+
+
+def unless_moving(present: Callable, n_outputs: int) -> Callable:
+    """``present`` (``n_outputs`` outputs) as ``(asked, *values)``: no change where ``asked`` is ``MOVING``."""
+
+    def run(asked: str | None, *values):
+        return tuple(skipped(n_outputs)) if asked == MOVING else present(*values)
+
+    named = getattr(present, "func", present)  # (a functools.partial: its function's name)
+    run.__name__, run.__doc__ = getattr(named, "__name__", "present"), named.__doc__
+    return run
+
+
 def warn(message: str) -> None:
     """A warning popup (gr.Warning) that shows ``message`` as text (``escape_message``): what presenters get to warn."""
     gr.Warning(escape_message(message))

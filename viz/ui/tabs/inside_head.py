@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from viz.ui.wiring import (
     PRIVATE,
+    WHILE_MOVING,
     AttentionView,
     Page,
     click_box,
@@ -15,6 +18,7 @@ from viz.ui.wiring import (
     layer_slider,
     listener,
     on_link,
+    unless_moving,
 )
 from viz.views import inside_head as inside_view
 from viz.views import inside_matrices as matrix_view
@@ -91,12 +95,16 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
           [kind, layer, head, factor], which, queue=False, show_progress="hidden", **PRIVATE)
     tab.select(None, None, None, js=in_browser("insideHold", ""))  # nothing held (the sentence may have changed)
     # (a link's view, drawn with the link's answer, is not drawn again: a lecture's move brings it)
-    draw_opened = {**draw, "fn": listener(matrix_view.show_opened, runs.inside_head, runs.inside_matrices, cfg),
-                   "inputs": [brought, *draw["inputs"]], "outputs": [*shown, brought]}
+    # (nor while a lecture's move is on its way: the move brings its view, ``unless_moving``)
+    show_opened = functools.partial(matrix_view.show_opened, runs.inside_head, runs.inside_matrices, cfg)
+    draw_opened = {**draw, "fn": listener(unless_moving(show_opened, len(shown) + 1)),
+                   "inputs": [page.lecture_go, brought, *draw["inputs"]], "outputs": [*shown, brought],
+                   "js": WHILE_MOVING}
     hold_opened = {**hold, "fn": listener(matrix_view.held_opened, runs.inside_head, cfg),
                    "inputs": [brought, *draw["inputs"]]}
-    tab.select(listener(matrix_view.opening, cfg, runs.footnote4_pick), [page.result, seen, *taken],
-               [*chosen, seen, note], **PRIVATE).then(**draw_opened).success(**hold_opened)
+    opening = functools.partial(matrix_view.opening, cfg, runs.footnote4_pick)
+    tab.select(listener(unless_moving(opening, len(chosen) + 2)), [page.lecture_go, page.result, seen, *taken],
+               [*chosen, seen, note], js=WHILE_MOVING, **PRIVATE).then(**draw_opened).success(**hold_opened)
     # the tab opened by the page draws (tab.select) with the query set here
     clicked = view.row_click.change(listener(matrix_view.close_up_row, cfg), [view.row_click, page.result, *taken],
                                     [*chosen, page.tabs, seen], **PRIVATE)
