@@ -51,7 +51,15 @@
   });
   const sized = new ResizeObserver((entries) => entries.forEach(({target}) => target.isConnected && reachable(target)));
   const watched = new WeakSet();
+  // Once per burst of changes (a task's), not once per change: each pass queries the whole page three times.
+  let queued = false;
   onChange(() => {
+    if (queued) return;
+    queued = true;
+    setTimeout(mark);
+  });
+  const mark = () => {
+    queued = false;
     for (const box of document.querySelectorAll(german)) box.setAttribute('lang', 'de');
     for (const empty of document.querySelectorAll('.empty[aria-label]:not([role])')) empty.setAttribute('role', 'img');
     for (const block of document.querySelectorAll('.block, .prose table')) {
@@ -59,5 +67,5 @@
       watched.add(block);
       sized.observe(block);
     }
-  });
+  };
 }

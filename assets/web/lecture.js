@@ -268,11 +268,13 @@
   });
   const unmark = () => {
     document.querySelectorAll('.lecture-mark').forEach((el) => el.classList.remove('lecture-mark'));
+    const shapesOf = (gd) => (gd.layout && gd.layout.shapes) || [];
+    const marked = (gd) => shapesOf(gd).some((s) => s.name === 'lecture-mark');
     document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      if (!marked(gd)) return;  // (measured only where there is a mark to take off: most figures have none)
       const clear = () => {
-        const shapes = (gd.layout && gd.layout.shapes) || [];
-        if (gd.isConnected && shapes.some((s) => s.name === 'lecture-mark') && window.Plotly) {
-          window.Plotly.relayout(gd, {shapes: shapes.filter((s) => s.name !== 'lecture-mark')});
+        if (gd.isConnected && marked(gd) && window.Plotly) {
+          window.Plotly.relayout(gd, {shapes: shapesOf(gd).filter((s) => s.name !== 'lecture-mark')});
         }
       };
       if (gd.getClientRects().length) clear(); else (window.requestIdleCallback || setTimeout)(clear, {timeout: 2000});
