@@ -7,7 +7,8 @@
    A new query: once a view is drawn, the server sends every query's figures of the head shown (viz.views.
    inside_matrices.held_queries: query 0's and each one's changes from it, up to HELD_QUERIES query tokens) into a
    hidden textbox, held here (window.attnInsideHold). A click on another query draws its figures from them before its
-   call is sent (window.attnInsideHeld, the query's js: no round trip) when they are for the view the call names. The
+   call is sent (no round trip): at the radio's own input event while the panels shown are the view held, else in
+   the query's js (window.attnInsideHeld) when they are for the view the call names. The
    call (show_query) still answers with the texts, and with the figures as JSON in a hidden textbox
    (window.attnInsideQuery): what equals the figure shown is not drawn again; without held figures (a long sentence,
    a view just changed) they are drawn from there. Either way, not as six new Plot values (Gradio would draw each from
@@ -120,16 +121,21 @@
       if (within(ev.target, page.insideChoices)) early = false;
     }, true);
   }
+  let drawnEarly = null;  // [the panels held, the query] drawn at the radio's input: the query's js has nothing to do
   document.addEventListener('input', ({target: radio}) => {
     if (!early || !holding || !within(radio, [page.views.inside.query]) || !radio.checked) return;
     const q = Number(radio.value);
-    if (Number.isInteger(q) && q >= 0 && q < holding.queries) drawHeld(holding, q);
+    if (!Number.isInteger(q) || q < 0 || q >= holding.queries) return;
+    drawnEarly = [holding, q];
+    drawHeld(holding, q);
   }, true);
   window.attnInsideHeld = async (...inputs) => {
     const [, mode, kind, layer, head, query, factor] = inputs, h = holding, q = Number(query);
-    if (h && Number.isInteger(q) && q >= 0 && q < h.queries
+    const already = drawnEarly && drawnEarly[0] === h && drawnEarly[1] === q;
+    drawnEarly = null;
+    if (h && !already && Number.isInteger(q) && q >= 0 && q < h.queries
         && JSON.stringify(h.view) === JSON.stringify([mode, kind, layer, head, factor])) {
-      await drawHeld(h, q);  // (drawn already at the radio's input: equal figures are not drawn again)
+      await drawHeld(h, q);
     }
     return inputs;
   };
