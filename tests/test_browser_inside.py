@@ -223,12 +223,18 @@ WATCH_REQUESTS = """(ids) => {
     const id = ids.find((i) => ev.target.closest && ev.target.closest(`#${i}`));
     if (id && window.clickedAt !== undefined && !(id in window.drawnAt)) window.drawnAt[id] = performance.now();
   });
+  const held = window.attnInsideHeld;  // the query's js, as Gradio's dispatch of the event reaches it
+  window.attnInsideHeld = (...inputs) => {
+    if (window.heldAt === undefined) window.heldAt = performance.now();
+    return held(...inputs);
+  };
 }"""
 
 
 def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: Page, server: str):
     """Once the view is drawn the page holds every query's panels of the head shown (#in-held): a click on another
-    query draws all six before any call is sent; the call then brings the texts, and its figures are those drawn."""
+    query draws all six at the radio's own input event, before Gradio's dispatch reaches the query's js, and so
+    before any call is sent; the call then brings the texts, and its figures are those drawn."""
     select_tab(page, "Inside a head")
     drawn(page, *PANELS)
     page.wait_for_function("() => (document.querySelector('#in-held textarea')?.value || '').length > 0")
@@ -240,10 +246,11 @@ def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: 
     page.wait_for_function("(ids) => ids.every((id) => id in window.drawnAt)", arg=list(PANELS))
     steps_show(page, f", query {query} ")  # the call's answer: the steps
     times = page.evaluate("() => ({clicked: window.clickedAt, drawn: Object.values(window.drawnAt), "
-                          "sent: window.sent})")
+                          "sent: window.sent, held: window.heldAt})")
     calls = [t for t, url in times["sent"] if "/queue/join" in url and t >= times["clicked"]]
     assert calls, times["sent"]  # the call for the texts was sent
     assert max(times["drawn"]) <= min(calls), times  # every panel drawn before it
+    assert times["held"] is not None and max(times["drawn"]) <= times["held"], times  # … and before the query's js
     page.evaluate(still("#in-one-query .js-plotly-plot"))
     panels = page.evaluate(SHOWN_AND_SENT, list(PANELS))
     for name in PLOT_LABELS:  # what was drawn from what the page holds is what the call sent

@@ -7,7 +7,8 @@
    A new query: once a view is drawn, the server sends every query's figures of the head shown (viz.views.
    inside_matrices.held_queries: query 0's and each one's changes from it, up to HELD_QUERIES query tokens) into a
    hidden textbox, held here (window.attnInsideHold). A click on another query draws its figures from them before its
-   call is sent (window.attnInsideHeld, the query's js: no round trip) when they are for the view the call names. The
+   call is sent (no round trip): at the radio's own input event while the panels shown are the view held, else in
+   the query's js (window.attnInsideHeld) when they are for the view the call names. The
    call (show_query) still answers with the texts, and with the figures as JSON in a hidden textbox
    (window.attnInsideQuery): what equals the figure shown is not drawn again; without held figures (a long sentence,
    a view just changed) they are drawn from there. Either way, not as six new Plot values (Gradio would draw each from
@@ -95,18 +96,46 @@
   // a new query is drawn from them (the query's js, window.attnInsideHeld) before its call is sent, when they are
   // for the view the call names (view, kind, layer, head, factor); the call's answer brings the texts.
   let holding = null;
+  // early: the panels shown are those of the view held, and no other choice has changed since they came
+  let early = false;
   window.attnInsideHold = (text) => {
     holding = text ? JSON.parse(text) : null;
+    early = Boolean(holding);
   };
+  const drawHeld = async (h, q) => {
+    try {
+      await drawFigures(applyChanges(h.base, h.changes[q]));
+    } catch (err) {
+      console.warn('Inside a head: a held query not drawn', err);  // the call's answer draws it
+    }
+  };
+  // A query chosen (a click, an arrow key: the radio's own input event) is drawn from what the page holds at once,
+  // before Gradio's dispatch of the event (a frame and its work later, ~20 ms), while the panels shown are those
+  // of the view held (early). The visitor's hand on any other choice of the tab (page.insideChoices: kind, layer,
+  // head, factor, the view) ends that until the next view's panels come, and so does a figure of a Plot's own (a view
+  // the server drew: a link's, a lecture stop's, the tab's opening); the query's js below still draws them, after its
+  // check of the view, where this did not.
+  const within = (target, ids) => Boolean(target && target.closest && ids.some((id) => target.closest(`#${id}`)));
+  for (const type of ['pointerdown', 'keydown', 'input', 'change']) {
+    document.addEventListener(type, (ev) => {
+      if (within(ev.target, page.insideChoices)) early = false;
+    }, true);
+  }
+  let drawnEarly = null;  // [the panels held, the query] drawn at the radio's input: the query's js has nothing to do
+  document.addEventListener('input', ({target: radio}) => {
+    if (!early || !holding || !within(radio, [page.views.inside.query]) || !radio.checked) return;
+    const q = Number(radio.value);
+    if (!Number.isInteger(q) || q < 0 || q >= holding.queries) return;
+    drawnEarly = [holding, q];
+    drawHeld(holding, q);
+  }, true);
   window.attnInsideHeld = async (...inputs) => {
     const [, mode, kind, layer, head, query, factor] = inputs, h = holding, q = Number(query);
-    if (h && Number.isInteger(q) && q >= 0 && q < h.queries
+    const already = drawnEarly && drawnEarly[0] === h && drawnEarly[1] === q;
+    drawnEarly = null;
+    if (h && !already && Number.isInteger(q) && q >= 0 && q < h.queries
         && JSON.stringify(h.view) === JSON.stringify([mode, kind, layer, head, factor])) {
-      try {
-        await drawFigures(applyChanges(h.base, h.changes[q]));
-      } catch (err) {
-        console.warn('Inside a head: a held query not drawn', err);  // the call's answer draws it
-      }
+      await drawHeld(h, q);
     }
     return inputs;
   };
@@ -117,6 +146,7 @@
     if (kept && config === kept.figure.config) return null;  // the figure drawn over it, again (presentation mode)
     if (kept && nameOf(config) === kept.from) return kept.figure;  // the Plot's own figure again: the one over it
     held.delete(id);  // a new figure of the Plot's own
+    if (page.insidePlots.includes(id)) early = false;
     sentText.set(id, JSON.stringify({data, layout}));
     return null;
   });

@@ -32,6 +32,9 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "matrixPlots": [f"in-m-{name}" for name in ("projections", *STAGES, "output")],
         "matrixRowClick": "in-matrix-row-click", "queryRows": QUERY_ROWS,
         "insidePlots": [f"in-{name}" for name in INSIDE_PLOTS],  # the one-query view's figures: drawn once a new query
+        # … and the tab's other choices (kind, layer, head, factor; the view): the visitor's hand on one of them ends
+        # a query's drawing at its own input event until the next view's panels come (inside.js)
+        "insideChoices": ["in-choices", "in-view"],
         "livePlots": list(LIVE_PLOTS),  # the Why tab's run (viz.views.scaling.live_frames): drawn in the figures shown
         "liveFrames": "live-frames",  # … from this hidden textbox (viz.ui.tabs.scaling)
         "cellGrid": "heads-grid", "cellClick": "heads-cell-click",  # Head analysis: a grid cell opens its head
