@@ -58,6 +58,9 @@ def _layer_values(column: list[list[float]], layer: int) -> np.ndarray:
     return values.mean(axis=1) if layer == MEAN else values[:, layer - 1]
 
 
+LEGEND_LINE_PX = 24  # the curves' height added per legend entry past six
+
+
 def _layout(height: int) -> dict:
     return dict(height=height, autosize=True, margin=dict(l=8, r=8, t=36, b=8), paper_bgcolor=TRANSPARENT,
                 plot_bgcolor=TRANSPARENT, font=dict(size=FONT_SIZE, color=TEXT_COLOR), hovermode="x unified",
@@ -96,7 +99,10 @@ def curves_figure(runs: Sequence[dict], kind: str, layer: int = MEAN) -> go.Figu
                     line=dict(color=color, width=2.5, dash=dash),
                     marker=dict(symbol=symbol, size=8, color=color, maxdisplayed=8),
                     hovertemplate=f"{escape_token(name, 60)}: %{{y:.4g}}<extra></extra>"), row=row, col=1)
-    fig.update_layout(**_layout(1100))  # four panels of ~250 px: a log axis's ticks stay apart on a phone
+    # four panels of ~250 px: a log axis's ticks stay apart on a phone; the legend (on top, below) takes its room from
+    # them, on a phone a line or so per run, so the figure grows with it
+    lines = sum(len(entry["seeds"]) for entry in runs)
+    fig.update_layout(**_layout(1100 + LEGEND_LINE_PX * max(0, lines - 6)))
     # The legend goes on top (it pushes the top margin as it grows): below, a long list of runs on a phone ran over
     # the x-axis title, and in the lecture it fell under the screen's edge.
     fig.update_layout(legend=dict(y=1.035, yanchor="bottom"), margin=dict(l=8, r=8, t=36, b=8))
