@@ -20,6 +20,8 @@
   insideHeld: (...inputs) => window.attnInsideHeld(...inputs),
   // A message shown at once: a sentence typed but not yet run (the figures still show the last run).
   show: (message) => message,
+  // A lecture's move on its way: the listener's first input replaced by the marker (viz.ui.wiring.unless_moving).
+  whileMoving: (marker, ...inputs) => (window.attnLectureMoving && window.attnLectureMoving() ? [marker, ...inputs.slice(1)] : inputs),
   // The alignment view is out of date: assets/web/lines.js asks for it again once it is on screen.
   linesStale: () => window.attnLinesStale(),
   // The Attention tab's "Copy link to this view" and its figures' downloads (assets/web/export.js).

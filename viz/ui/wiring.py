@@ -153,13 +153,11 @@ def unless_drawn(present: Callable, n_outputs: int) -> Callable:
 
 
 # A lecture's move in place brings a tab's whole view in its own answer (``on_link``): a listener of the tab's own
-# opening that would draw it again takes ``page.lecture_go`` as its first input, with this js, and ``unless_moving``:
-# asked while a move is on its way (the page sends ``MOVING`` in its place), it changes nothing. (Its other inputs
-# were read as the page showed the last stop, and a state it reads may already be the next one's: the previous
-# stop's view, drawn over the next one's, had left Inside a head showing the whole matrices of stop 3 at stop 4.)
+# opening that would draw it again takes ``page.lecture_go`` as its first input, ``WHILE_MOVING`` as its js, and
+# ``unless_moving``: asked while a move is on its way (the page sends ``MOVING`` in its place), it changes nothing. (Its
+# other inputs were read as the page showed the last stop, and a state it reads may already be the next one's: the
+# previous stop's view, drawn over the next one's, had left Inside a head showing stop 3's whole matrices at stop 4.)
 MOVING = "moving"
-WHILE_MOVING = (f"(...inputs) => (window.attnLectureMoving && window.attnLectureMoving() ? [{MOVING!r}, "
-                "...inputs.slice(1)] : inputs)")
 
 
 def unless_moving(present: Callable, n_outputs: int) -> Callable:
@@ -234,6 +232,8 @@ def in_browser(name: str, *bound) -> str:
 # The page script (assets/web/lines.js) asks for the alignment view through v.lines_request once the view is on screen,
 # and again after this says it is out of date: a run, or a new kind, layer or head.
 LINES_STALE = in_browser("linesStale")
+# (``unless_moving``'s js: the page sends ``MOVING`` in place of the first input while a lecture's move is on its way)
+WHILE_MOVING = in_browser("whileMoving", MOVING)
 
 
 # ------------------------------------------------------------------------------------ what several tabs build
