@@ -19,6 +19,8 @@
   runs): Gradio compresses each with Brotli for every visitor that loads the page (~190 ms of the server's time a
   page load). Here each is compressed once and kept (``CompressedAssets``: at most ``ASSET_CACHE_BYTES``), and
   answered from there; a request that asks for part of a file, or whether it changed, goes on to Gradio.
+- ``GET /assets/Blocks-<hash>.js`` (Gradio's event dispatcher): served patched (``viz.ui.frontend``: a status
+  message writes back only the loading statuses it changes).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import brotli
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware import Middleware
 
+from viz.ui import frontend
 from viz.ui.callers import Callers, validation_error
 from viz.ui.page_cache import PageCache, whole_answer
 from viz.ui.patches import FAULT
@@ -57,6 +60,7 @@ class RouteGuard:
         self.assets = CompressedAssets(app)
         self.pages = PageCache()
         self.callers = Callers(blocks)
+        self.script = frontend.patched_script()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -72,6 +76,8 @@ class RouteGuard:
         if method == "GET" and path in ("", "/"):
             return await self.pages.answer(scope, receive, send,
                                            lambda s, r, answer: self.app(s, r, _with_head_script(answer)))
+        if method in ("GET", "HEAD") and self.script and path == self.script[0]:
+            return await frontend.answer(scope, send, self.script)
         if method == "GET" and path.startswith("/assets/") and CompressedAssets.takes(scope):
             return await self.assets.answer(scope, receive, send, path)
         return await self.app(scope, receive, send)
