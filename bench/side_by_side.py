@@ -7,7 +7,9 @@ machine's speed drifts by ±10 % within an hour: two runs of ``python -m bench``
 Each checkout's app (``python -m bench.serve``, with the checkout's own ``.venv`` where it has one: ``app_process``)
 on a port of its own, one headless Chromium with a page on each. Prints, per checkout: the median click -> drawn, the
 median echo and their ratio (``bench.tabs``'s measure), and for the Why run the median time from the answer's arrival
-(its hidden textbox written) to its three figures drawn: the page's own share of a run.
+(its hidden textbox written) to its three figures drawn: the page's own share of a run. ``lecture``: walks of
+``bench.lecture_walk`` (every stop, forward and back, a key as soon as the stop is drawn), one walk on each app in
+turn, ``--runs`` walks each.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, SET_TEXT, new_text
 from bench.common import app_process
+from bench.lecture_walk import report, walk
 from bench.tabs import INSIDE, LIVE, select_tab, timed
 
 # The answer's arrival: the Why run's hidden textbox written (window.benchArrived, in the page's clock)
@@ -36,7 +39,7 @@ ARRIVAL = """() => {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("interaction", choices=("why", "inside"))
+    parser.add_argument("interaction", choices=("why", "inside", "lecture"))
     parser.add_argument("checkouts", nargs=2, type=Path)
     parser.add_argument("--runs", type=int, default=16)
     args = parser.parse_args()
@@ -45,6 +48,8 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         apps = [stack.enter_context(app_process(("-m", "bench.serve"), checkout=checkout.resolve()))
                 for checkout in args.checkouts]
+        if args.interaction == "lecture":
+            return lecture_walks(args.checkouts, [app.url for app in apps], args.runs)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             pages = []
@@ -86,6 +91,20 @@ def main() -> None:
         if out["page"]:
             line += f"; answer -> drawn {statistics.median(out['page']):.1f} ms"
         print(line)
+
+
+def lecture_walks(checkouts: list[Path], urls: list[str], runs: int) -> None:
+    """``runs`` lecture walks on each app, one on each in turn; each walk's figures, then both checkouts' medians."""
+    moves: list[list[float]] = [[] for _ in urls]
+    for _ in range(runs):
+        for checkout, url, got in zip(checkouts, urls, moves):
+            result = walk(url, 1)
+            report(result, lambda line, c=checkout: print(f"{c}:{line}"))
+            got.extend(result["all_ms"])
+    for checkout, got in zip(checkouts, moves):
+        got.sort()
+        print(f"{checkout}: {len(got)} moves, median {statistics.median(got):.0f} ms, "
+              f"p95 {got[min(len(got) - 1, round(0.95 * (len(got) - 1)))]:.0f} ms")
 
 
 if __name__ == "__main__":
