@@ -305,6 +305,18 @@ def show_opened(inside: Callable, matrices: Matrices, cfg: TransformerConfig, dr
     return *show(inside, matrices, cfg, result, *choices), None
 
 
+def open_and_draw(inside: Callable, matrices: Matrices, cfg: TransformerConfig, pick: Pick,
+                  result: AttentionResult | None, seen: str | None, a_kind, a_layer, a_head, drawn: str | None, mode,
+                  kind, layer, head, query, factor_text="") -> tuple:
+    """The tab opens and draws in one answer: ``opening``'s outputs, then ``show_opened``'s for the choices it set
+    (those it leaves as they are: the tab's own, ``kind`` … ``query``). One round trip where a chain took two, each
+    waited for (a tab's first opening; after a lecture's move, while the next key waits)."""
+    opened = opening(cfg, pick, result, seen, a_kind, a_layer, a_head)
+    chosen = [now if new is SKIP else new.props["value"] if isinstance(new, Update) else new
+              for new, now in zip(opened[:4], (kind, layer, head, query), strict=True)]
+    return *opened, *show_opened(inside, matrices, cfg, drawn, result, mode, *chosen, factor_text)
+
+
 def held_opened(inside: Callable, cfg: TransformerConfig, drawn: str | None, result, *choices):
     """``held_queries`` after the tab's opening, unless a link brought the view (``show_opened``): then none (a new
     query asks the server)."""
