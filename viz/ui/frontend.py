@@ -10,8 +10,9 @@ page's time in a lecture's light move (a DevTools CPU profile: ~200 ms of ~540, 
 status equal to the last one it wrote for that component; any other write of a component's state (an input's
 validation, a progress target cleared, a value) forgets what was written, so the next status is written again.
 
-``patched_script()`` is the file with those three replacements, each checked to match exactly once (any other
-Gradio: the file as it comes, and a log line), served by ``viz.ui.guards.RouteGuard`` under the file's own name.
+``patched_script()`` is the file with ``update_loading_stati_state`` replaced (its text checked to occur exactly
+once) and every other write of a component's state routed through ``__written``, a method added beside it (any other
+Gradio: the file as it comes, and a log line); ``viz.ui.guards.RouteGuard`` serves it under the file's own name.
 """
 
 from __future__ import annotations
