@@ -196,7 +196,7 @@ def _legend(cfg: TransformerConfig, p: dict[str, int]) -> list[str]:
     n, d, v = cfg.n_layers, cfg.d_model, cfg.vocab_size
     o = [_text(14, 6, "Transformer (Figure 1), drawn from the live config", 15, "start", "700"),
          _text(14, 26, f"N = {n} · d_model = {d} · h = {cfg.n_heads} · d_k = d_v = {cfg.d_k}", 12.5, "start"),
-         _text(14, 41, f"d_ff = {cfg.d_ff} · vocabulary = {v}", 12.5, "start")]
+         _text(14, 44, f"d_ff = {cfg.d_ff} · vocabulary = {v}", 12.5, "start")]
     rows = [
         ("embedding", f"Shared embedding, vocab × d_model = {v} × {d}",
          "Shared embedding matrix: source, target and pre-softmax linear (§3.4)"),
@@ -207,11 +207,11 @@ def _legend(cfg: TransformerConfig, p: dict[str, int]) -> list[str]:
         ("total", "Total", "Total"),
     ]
     for i, (key, label, title) in enumerate(rows):
-        y, bold = 60 + 15 * i + (7 if key == "total" else 0), "700" if key == "total" else ""
+        y, bold = 64 + 16 * i + (7 if key == "total" else 0), "700" if key == "total" else ""
         body = _text(14, y, label, 12, "start", bold) + _text(410, y, format_count(p[key]), 12, "end", bold)
         extra = f' data-part="{key}" data-part-params="{p[key]}"'
         o.append(_group("tf-legend-row", f"{title}: {p[key]:,} parameters", body, extra=extra))
-    o.append('<path d="M14,128 H410" stroke="currentColor" stroke-opacity="0.5"/>')
+    o.append('<path d="M14,137 H410" stroke="currentColor" stroke-opacity="0.5"/>')
     return o
 
 
