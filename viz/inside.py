@@ -214,9 +214,11 @@ def projections_spec(hi: HeadInside) -> dict:
         _heat(hi.v, 5, "%{y} · dim %{x}: %{z:.3f}<extra>V</extra>", y=keys),
     ]
     # the figure's title over the whole figure, from over the keys' names (a phone's full width: two lines)
+    over_names = round(0.8 * widest_px(keys, FONT_PX))  # (the names' room as drawn: a little less)
     figure_title = _figure_title(f"(a) q = x {_symbol('Q', hi)} + b, K = x {_symbol('K', hi)} + b, "
-                                 f"V = x {_symbol('V', hi)} + b", hi, sub_px=FONT_PX)
-    figure_title["xshift"] = -round(0.8 * widest_px(keys, FONT_PX))  # (the names' room as drawn: a little less)
+                                 f"V = x {_symbol('V', hi)} + b", hi, sub_px=FONT_PX,
+                                 width=phone_width(_labels_px(keys)) + over_names)
+    figure_title["xshift"] = -over_names
     titles = [*(_title(text[i], i) for i in columns), figure_title]
     shapes = []
     if hi.kind != "cross":  # the query's own row among the keys

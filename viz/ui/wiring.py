@@ -164,6 +164,8 @@ def unless_moving(present: Callable, n_outputs: int) -> Callable:
     """``present`` (``n_outputs`` outputs) as ``(asked, *values)``: no change where ``asked`` is ``MOVING``."""
 
     def run(asked: str | None, *values):
+        if asked is not None and not isinstance(asked, str):  # (the page sends the lecture's query: text)
+            raise ValueError(f"the lecture's query must be text, got {json.dumps(asked)[:40]}")
         return tuple(skipped(n_outputs)) if asked == MOVING else present(*values)
 
     named = getattr(present, "func", present)  # (a functools.partial: its function's name)
