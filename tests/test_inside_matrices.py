@@ -365,35 +365,3 @@ def test_a_link_brings_its_view_drawn_and_the_tabs_opening_draws_it_not_again(tr
     assert brought is None and not all(o is SKIP for o in figures) and drawn[-1] == ("encoder_self", 2, 3, 1, None)
     other = View(SOURCE, tab="attention")
     assert all(o is SKIP for o in mv.open_link_drawn(inside, matrices, cfg, other, result, "cross", 1, 1, "query", ""))
-
-
-def test_the_tabs_opening_draws_the_choices_it_sets_in_the_same_answer(translator):
-    """``open_and_draw``: ``opening``'s outputs, then the figures for the head and query it picked (not the tab's old
-    choices); opened again on the same Attention view, the tab's own choices are drawn (nothing drawn where a link
-    brought them); no sentence: the message."""
-    result, cfg = translator.attention(SOURCE), translator.cfg
-    drawn = []
-
-    def inside(*args):
-        drawn.append(args[1:])
-        return inside_head(translator, prepare(translator, SOURCE), None, *args[1:])
-
-    def matrices(*args):
-        return head_matrices(translator, prepare(translator, SOURCE), None, *args[1:])
-
-    def pick(res, kind):
-        return footnote4_pick(translator, prepare(translator, SOURCE), None, kind)
-
-    shown = (1, 2)  # not the Attention tab's default: the tab follows that head, query 0
-    assert shown != sharpest_head(result.maps("cross"))
-    out = mv.open_and_draw(inside, matrices, cfg, pick, result, None, "cross", *shown, None, "query",
-                           "encoder_self", 2, 1, 3, "")
-    kind, layer, head, chips, seen, note, *figures, brought = out
-    assert (kind, layer, head, chips.props["value"]) == ("cross", 1, 2, 0) and brought is None
-    assert len(figures) == mv.N_SHOW and drawn == [("cross", 1, 2, 0, None)]
-    assert out[6:] == mv.show_opened(inside, matrices, cfg, None, result, "query", "cross", 1, 2, 0, "")
-    again = mv.open_and_draw(inside, matrices, cfg, pick, result, seen, "cross", *shown, None, "query",
-                             "encoder_self", 2, 1, 3, "")
-    assert again[:6] == (SKIP,) * 6 and drawn[-1] == ("encoder_self", 2, 1, 3, None)  # the tab's own choices
-    with pytest.raises(ValueError, match="Visualise a sentence"):
-        mv.open_and_draw(inside, matrices, cfg, pick, None, None, "cross", *shown, None, "query", "cross", 1, 1, 0)

@@ -21,7 +21,6 @@ from viz import matrices as figs
 from viz.text import md_escape
 from viz.views.attention.maps import check_view as attention_view
 from viz.views.attention.share import View, opens, sharpest_head
-from viz.views.inputs import whole_number
 from viz.views.inside_head import (
     NO_SENTENCE,
     InsideHeadView,
@@ -304,25 +303,6 @@ def show_opened(inside: Callable, matrices: Matrices, cfg: TransformerConfig, dr
     if drawn is not None and drawn == drawn_key(cfg, result, *choices):
         return *skipped(N_SHOW), SKIP
     return *show(inside, matrices, cfg, result, *choices), None
-
-
-def open_and_draw(inside: Callable, matrices: Matrices, cfg: TransformerConfig, pick: Pick,
-                  result: AttentionResult | None, seen: str | None, a_kind, a_layer, a_head, drawn: str | None, mode,
-                  kind, layer, head, query, factor_text="") -> tuple:
-    """The tab opens and draws in one answer: ``opening``'s outputs, then ``show_opened``'s for the choices it set
-    (those it leaves as they are: the tab's own, ``kind`` … ``query``). One round trip where a chain took two, each
-    waited for (a tab's first opening; after a lecture's move, while the next key waits)."""
-    if seen is not None and not isinstance(seen, str):  # (the page's own record of the view seen: text)
-        raise ValueError(f"the view seen must be text, got {seen!r}")
-    # the tab's choices as they are, checked although the opening may replace them (the page sends only such)
-    check_mode(mode)
-    check_view(cfg, kind, layer, head)
-    if query is not None:  # (none yet: the query chips come with the tab's first view)
-        whole_number(query, "query", 0, 10**6, "; a 0-based position on the query side")
-    opened = opening(cfg, pick, result, seen, a_kind, a_layer, a_head)
-    chosen = [now if new is SKIP else new.props["value"] if isinstance(new, Update) else new
-              for new, now in zip(opened[:4], (kind, layer, head, query), strict=True)]
-    return *opened, *show_opened(inside, matrices, cfg, drawn, result, mode, *chosen, factor_text)
 
 
 def held_opened(inside: Callable, cfg: TransformerConfig, drawn: str | None, result, *choices):

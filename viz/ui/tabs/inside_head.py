@@ -98,15 +98,17 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     tab.select(None, None, None, js=in_browser("insideHold", ""))  # nothing held (the sentence may have changed)
     # (a link's view, drawn with the link's answer, is not drawn again: a lecture's move brings it)
     # (nor while a lecture's move is on its way: the move brings its view, ``unless_moving``)
-    # (the tab's choices, then its figures for them: one event, ``open_and_draw``)
-    opening = functools.partial(matrix_view.open_and_draw, runs.inside_head, runs.inside_matrices, cfg,
-                                runs.footnote4_pick)
+    show_opened = functools.partial(matrix_view.show_opened, runs.inside_head, runs.inside_matrices, cfg)
+    draw_opened = {**draw, "fn": listener(unless_moving(show_opened, len(shown) + 1)),
+                   "inputs": [page.lecture_go, brought, *draw["inputs"]], "outputs": [*shown, brought],
+                   "js": WHILE_MOVING}
     hold_opened = {**hold, "fn": listener(matrix_view.held_opened, runs.inside_head, cfg),
                    "inputs": [brought, *draw["inputs"]]}
-    opened = [*chosen, seen, note, *shown, brought]
-    tab.select(listener(unless_moving(opening, len(opened))),
-               [page.lecture_go, page.result, seen, *taken, brought, *draw["inputs"][1:]], opened, js=WHILE_MOVING,
-               preprocess=False, **PRIVATE).success(**hold_opened)
+    # (a chain, not one event: the draw reads the choices the opening set, and those a row clicked on the close-up
+    # set as it opened the tab, which land while the opening is on its way)
+    opening = functools.partial(matrix_view.opening, cfg, runs.footnote4_pick)
+    tab.select(listener(unless_moving(opening, len(chosen) + 2)), [page.lecture_go, page.result, seen, *taken],
+               [*chosen, seen, note], js=WHILE_MOVING, **PRIVATE).then(**draw_opened).success(**hold_opened)
     # the tab opened by the page draws (tab.select) with the query set here
     clicked = view.row_click.change(listener(matrix_view.close_up_row, cfg), [view.row_click, page.result, *taken],
                                     [*chosen, page.tabs, seen], **PRIVATE)
