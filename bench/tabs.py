@@ -10,7 +10,9 @@ the echo is clicked. The interactions:
 * Decoding: a step (Next ▶, then ◀ Previous: drawn in the page from every step's view it holds, no round trip), its
   Reveal (predict, then reveal; no round trip either) and a head (a round trip: every step's view for that head);
 * Inside a head: a new query (no round trip: drawn from every query's panels of the head, which the page holds once
-  the view is drawn; every panel drawn in the figure shown, only what changed: ``assets/web/inside.js``);
+  the view is drawn; every panel drawn in the figure shown, only what changed: ``assets/web/inside.js``); timed to
+  the panels in the view at the click (the page draws the others as they come near the view or once it is idle), and
+  to all six (``inside_query_all``, printed beside the row);
 * Head analysis: a statistic from its menu (a round trip: the grid drawn);
 * Why 1/√d_k: a run of the trained model with the scale factor replaced, a sentence never sent before each time (a
   round trip: the two greedy decodes as one batch, the figures drawn in those shown: ``assets/web/live.js``).
@@ -27,29 +29,43 @@ from bench.common import app_process, is_loopback, stats
 from viz.views.head_analysis import STAT_CHOICES
 
 GOAL = 3.0  # each interaction ÷ the echo on the same page
-# Arms a watch for the next click: t0 is its pointerdown (the event's own time stamp), the end the last of these
-# plots' attn-drawn events; window.benchDone resolves to the milliseconds between.
-WATCH = """([ids, timeout]) => {
-  const pending = new Set(ids);
-  let t0 = null;
-  const start = (ev) => { t0 = ev.timeStamp; };
+# Arms a watch for the next click: t0 is its pointerdown (the event's own time stamp); window.benchDone resolves to the
+# milliseconds until the last of these plots' attn-drawn events, or (``seen``) of those of them in the view at the
+# click — the page draws a change of a figure further down as it comes near the view or once the page is idle
+# (``assets/web/draw.js``, drawWhenNear) — and window.benchAll to the milliseconds until every one is drawn.
+WATCH = """([ids, timeout, seen]) => {
+  let t0 = null, want = null;
+  const inView = (id) => {
+    const r = document.getElementById(id)?.getBoundingClientRect();
+    return Boolean(r) && r.height > 0 && r.top < innerHeight && r.bottom > 0;
+  };
+  const start = (ev) => {
+    t0 = ev.timeStamp;
+    want = new Set(seen ? ids.filter(inView) : ids);
+  };
   document.addEventListener('pointerdown', start, {capture: true, once: true});
-  window.benchDone = new Promise((resolve, reject) => {
-    const onDrawn = (ev) => {
-      const id = ids.find((i) => ev.target.closest && ev.target.closest(`#${i}`));
-      if (t0 === null || !id) return;
-      pending.delete(id);
-      if (pending.size) return;
-      document.removeEventListener('attn-drawn', onDrawn);
-      clearTimeout(timer);
-      resolve(performance.now() - t0);
-    };
-    const timer = setTimeout(() => {
-      document.removeEventListener('attn-drawn', onDrawn);
-      reject(new Error(`not drawn within ${timeout} ms: ${[...pending]}`));
-    }, timeout);
-    document.addEventListener('attn-drawn', onDrawn);
-  });
+  const all = new Set(ids);
+  let done, fail, doneAll, failAll;
+  window.benchDone = new Promise((resolve, reject) => { done = resolve; fail = reject; });
+  window.benchAll = new Promise((resolve, reject) => { doneAll = resolve; failAll = reject; });
+  window.benchAll.catch(() => {});
+  const onDrawn = (ev) => {
+    const id = ids.find((i) => ev.target.closest && ev.target.closest(`#${i}`));
+    if (t0 === null || !id) return;
+    all.delete(id);
+    if (want.delete(id) && !want.size) done(performance.now() - t0);
+    if (all.size) return;
+    document.removeEventListener('attn-drawn', onDrawn);
+    clearTimeout(timer);
+    doneAll(performance.now() - t0);
+  };
+  const timer = setTimeout(() => {
+    document.removeEventListener('attn-drawn', onDrawn);
+    const error = new Error(`not drawn within ${timeout} ms: ${[...all]}`);
+    fail(error);
+    failAll(error);
+  }, timeout);
+  document.addEventListener('attn-drawn', onDrawn);
   return true;
 }"""
 DECODING = ("decode-top5", "decode-self", "decode-cross")
@@ -61,7 +77,8 @@ ROWS = {  # key -> what the table calls it
     "decoding_step": "Decoding: a step (Next / Previous) → its three figures drawn, no round trip",
     "decoding_reveal": "Decoding: Reveal → the top 5 drawn, no round trip",
     "decoding_head": "Decoding: a head → the two attention rows drawn (every step's view for it)",
-    "inside_query": "Inside a head: a new query → every panel drawn (in the figures shown)",
+    "inside_query": "Inside a head: a new query → the panels in view drawn (in the figures shown; those further down "
+                    "as they come near or the page idles)",
     "heads_stat": "Head analysis: a statistic → the grid drawn",
     "scaling_run": "Why 1/√d_k: a run (a new sentence, the scale replaced) → its three figures drawn",
 }
@@ -78,31 +95,38 @@ def select_tab(page, tab_id: str, shown: str, timeout_ms: float) -> None:
     page.wait_for_selector(shown, timeout=timeout_ms)
 
 
-def timed(page, ids: tuple[str, ...], click: Callable[[], None], timeout_ms: float) -> tuple[float, float]:
-    """(click -> ``ids`` drawn, then click -> echo shown), in seconds, each clicked once the page is quiet."""
+def timed(page, ids: tuple[str, ...], click: Callable[[], None], timeout_ms: float,
+          seen: bool = False) -> tuple[float, float, float]:
+    """(click -> ``ids`` drawn (``seen``: those in the view), click -> all of them drawn, then click -> echo shown), in
+    seconds, each clicked once the page is quiet."""
     page.evaluate(QUIET, QUIET_MS)
-    page.evaluate(WATCH, [list(ids), timeout_ms])
+    page.evaluate(WATCH, [list(ids), timeout_ms, seen])
     click()
     drawn = page.evaluate("() => window.benchDone")
+    every = page.evaluate("() => window.benchAll")
     text = f"echo {time.monotonic_ns()}"
     page.evaluate(SET_TEXT, ["#echo-in textarea", text])
     page.evaluate(QUIET, QUIET_MS)
     echo = page.evaluate(CLICK_TO_ECHO, [text, timeout_ms])
-    return drawn / 1000, echo / 1000
+    return drawn / 1000, every / 1000, echo / 1000
 
 
 def measure(url: str, repeats: int, log: Callable[[str], None] = print, timeout_ms: float = 60_000) -> dict:
     from playwright.sync_api import sync_playwright  # test requirement only
 
     times: dict[str, list[float]] = {key: [] for key in ROWS}
+    every: list[float] = []  # Inside a head: a new query -> every panel drawn, those out of view too
     echoes: list[float] = []
     offsite: list[str] = []
 
-    def run(key: str, ids: tuple[str, ...], click: Callable[[], None], warm_up: bool = False) -> None:
-        drawn, echo = timed(page, ids, click, timeout_ms)
+    def run(key: str, ids: tuple[str, ...], click: Callable[[], None], warm_up: bool = False,
+            seen: bool = False) -> None:
+        drawn, all_drawn, echo = timed(page, ids, click, timeout_ms, seen)
         if not warm_up:
             times[key].append(drawn)
             echoes.append(echo)
+            if seen:
+                every.append(all_drawn)
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -158,12 +182,13 @@ def measure(url: str, repeats: int, log: Callable[[str], None] = print, timeout_
                 shown = int(page.locator("#in-query input[type=radio]:checked").get_attribute("value"))
                 query = (shown + 1) % n_queries
                 run("inside_query", INSIDE, lambda q=query: page.click(f"#in-query label:has(input[value='{q}'])"),
-                    warm_up=not i)
-            log(f"  tabs: inside query {stats(times['inside_query'])['median_ms']:.0f} ms")
+                    warm_up=not i, seen=True)
+            log(f"  tabs: inside query {stats(times['inside_query'])['median_ms']:.0f} ms in view, "
+                f"{stats(every)['median_ms']:.0f} ms all six panels")
         finally:
             browser.close()
     echo = stats(echoes)
-    out: dict = {"echo": echo, "offsite_requests": len(offsite)}
+    out: dict = {"echo": echo, "offsite_requests": len(offsite), "inside_query_all": stats(every)}
     for key, samples in times.items():
         s = stats(samples)
         out[key] = {**s, "ratio": s["median_ms"] / echo["median_ms"]}

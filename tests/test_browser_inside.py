@@ -209,7 +209,7 @@ def test_a_new_query_is_drawn_in_the_figures_shown_as_the_model_computes_it(page
 
 
 # Every fetch the page sends from now on, with its time (Gradio's client sends each call with fetch: .../queue/join),
-# and the time each panel was last drawn after the next pointerdown
+# the time each panel was first drawn after the next pointerdown, and the panels on screen at it
 WATCH_REQUESTS = """(ids) => {
   window.sent = [];
   window.drawnAt = {};
@@ -218,7 +218,13 @@ WATCH_REQUESTS = """(ids) => {
     window.sent.push([performance.now(), String(args[0] && args[0].url || args[0])]);
     return fetch(...args);
   };
-  document.addEventListener('pointerdown', () => { window.clickedAt = performance.now(); }, {capture: true});
+  document.addEventListener('pointerdown', () => {
+    window.clickedAt = performance.now();
+    window.onScreen = ids.filter((id) => {
+      const r = document.getElementById(id)?.getBoundingClientRect();  // (a later test's page: another tab)
+      return Boolean(r) && r.height > 0 && r.top < innerHeight && r.bottom > 0;
+    });
+  }, {capture: true});
   document.addEventListener('attn-drawn', (ev) => {
     const id = ids.find((i) => ev.target.closest && ev.target.closest(`#${i}`));
     if (id && window.clickedAt !== undefined && !(id in window.drawnAt)) window.drawnAt[id] = performance.now();
@@ -233,8 +239,9 @@ WATCH_REQUESTS = """(ids) => {
 
 def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: Page, server: str):
     """Once the view is drawn the page holds every query's panels of the head shown (#in-held): a click on another
-    query draws all six at the radio's own input event, before Gradio's dispatch reaches the query's js, and so
-    before any call is sent; the call then brings the texts, and its figures are those drawn."""
+    query draws the panels on screen at the radio's own input event, before Gradio's dispatch reaches the query's js,
+    and so before any call is sent, and those further down from the same as they come near or the page idles; the
+    call then brings the texts, and its figures are those drawn."""
     select_tab(page, "Inside a head")
     drawn(page, *PANELS)
     page.wait_for_function("() => (document.querySelector('#in-held textarea')?.value || '').length > 0")
@@ -245,8 +252,9 @@ def test_a_new_query_is_drawn_from_what_the_page_holds_before_any_request(page: 
     choose(page, "in-query", query)
     page.wait_for_function("(ids) => ids.every((id) => id in window.drawnAt)", arg=list(PANELS))
     steps_show(page, f", query {query} ")  # the call's answer: the steps
-    times = page.evaluate("() => ({clicked: window.clickedAt, drawn: Object.values(window.drawnAt), "
-                          "sent: window.sent, held: window.heldAt})")
+    times = page.evaluate("() => ({clicked: window.clickedAt, sent: window.sent, held: window.heldAt, "
+                          "drawn: window.onScreen.map((id) => window.drawnAt[id]), onScreen: window.onScreen})")
+    assert times["onScreen"], times  # (the first of the panels is on screen as the tab opens)
     calls = [t for t, url in times["sent"] if "/queue/join" in url and t >= times["clicked"]]
     assert calls, times["sent"]  # the call for the texts was sent
     assert max(times["drawn"]) <= min(calls), times  # every panel drawn before it

@@ -220,7 +220,18 @@
     found.forEach(unpark);
     return found.length;
   };
-  Object.assign(shared, {drawParked, drawNear});
+  // shared.drawWhenNear(gd, job): a drawn figure's change (inside.js's in-place draws) run now where the figure is
+  // on screen, else parked like a hidden one: drawn as it comes within a quarter of a screen of the view (those
+  // already there at the next frame, after the ones on screen), or once the page is idle; a later change of the same
+  // figure replaces a parked one. Resolves with the job's result.
+  const drawWhenNear = (gd, job) => {
+    if (!onScreen(gd)) return park(gd, job);
+    if (!parked.has(gd)) return Promise.resolve(job());
+    const drawing = park(gd, job);  // (the last change, now)
+    unpark(gd);
+    return drawing;
+  };
+  Object.assign(shared, {drawParked, drawNear, drawWhenNear});
   let checking = false;
   shared.onChange(() => {
     if (checking || !parked.size || (shared.drawHeld && shared.drawHeld())) return;

@@ -55,7 +55,7 @@
     const layout = {};
     for (const key of new Set([...Object.keys(next.layout), ...Object.keys(shown.layout)])) {
       const [was, now] = [shown.layout[key], next.layout[key]];
-      if (!differs(was, now)) continue;
+      if (key === 'meta' || !differs(was, now)) continue;  // (meta: set in place, below)
       if (Array.isArray(was) && Array.isArray(now) && was.length === now.length) {  // annotations, shapes
         now.forEach((item, i) => {
           if (!differs(item, was[i])) return;
@@ -80,13 +80,23 @@
     const next = asPlotDraws(sent);
     const from = held.has(id) ? held.get(id).from : nameOf(gd.attnSentConfig);
     held.set(id, {from, figure: next});
-    const shown = sentText.get(id), nextText = JSON.stringify({data: next.data, layout: next.layout});
-    sentText.set(id, nextText);
-    if (shown === nextText) return drawn(gd);
-    const changes = !anew && !gd.attnPresent && shown && update(JSON.parse(shown), next);
-    if (!changes) return window.Plotly.react(gd, next.data, next.layout, next.config);  // (draw.js tells the page)
-    Object.assign(gd, {attnSent: next.layout, attnSentData: next.data, attnSentConfig: next.config});
-    return window.Plotly.update(gd, ...changes).then(() => drawn(gd));
+    const nextText = JSON.stringify({data: next.data, layout: next.layout});
+    if (sentText.get(id) === nextText) return drawn(gd);
+    // drawn now where it is near the view, else as it comes near or once the page is idle (draw.js): from what is
+    // drawn then to the last figure sent
+    return shared.drawWhenNear(gd, () => {
+      const shown = sentText.get(id);
+      sentText.set(id, nextText);
+      if (shown === nextText) return drawn(gd);
+      const changes = !anew && !gd.attnPresent && shown && update(JSON.parse(shown), next);
+      if (!changes) return window.Plotly.react(gd, next.data, next.layout, next.config);  // (draw.js tells the page)
+      Object.assign(gd, {attnSent: next.layout, attnSentData: next.data, attnSentConfig: next.config});
+      // The figure's description (layout.meta: nothing plotly draws reads it, no text of ours being a %{meta}
+      // template) is set in place, not relaid out: plotly replots a figure whose meta changes (its editType "plot").
+      gd.layout.meta = next.layout.meta;
+      if (gd._fullLayout) gd._fullLayout.meta = next.layout.meta;
+      return window.Plotly.update(gd, ...changes).then(() => drawn(gd));
+    });
   }));
   shared.drawInPlace = drawFigures;  // (the Why tab's run too: live.js)
   window.attnInsideQuery = (text) => {

@@ -59,7 +59,8 @@ class Watch:
         dialog.dismiss()
 
     def assert_clean(self) -> None:
-        assert self.errors == [] and self.outside == [] and self.dialogs == [], vars(self)
+        found = {k: list(v) for k, v in vars(self).items() if isinstance(v, list)}
+        assert self.errors == [] and self.outside == [] and self.dialogs == [], found
 
     def clear(self) -> None:
         for found in (self.errors, self.outside, self.dialogs):
