@@ -67,7 +67,9 @@ def walk(url: str, walks: int, text: str = "", timeout_ms: float = 90_000, quiet
     ms = sorted(m["ms"] for m in moves)
     slowest = max(moves, key=lambda m: m["ms"])
     return {"median_ms": statistics.median(ms), "p95_ms": ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
-            "moves": len(ms), "all_ms": ms, "no_page_load": same, "quiet": quiet, "slowest": slowest,
+            "moves": len(ms), "all_ms": ms, "no_page_load": same,
+            "sequence": [[m["stop"], m["ms"]] for m in moves],  # (each move in order: its stop, its ms)
+            "quiet": quiet, "slowest": slowest,
             "per_stop_ms": {str(k): statistics.median(m["ms"] for m in moves if m["stop"] == k)
                             for k in range(1, stops + 1) if any(m["stop"] == k for m in moves)}}
 

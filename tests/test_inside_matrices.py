@@ -209,14 +209,16 @@ def test_the_tab_draws_one_view_and_leaves_the_other(translator):
     assert f"std {std * translator.cfg.scale:.3g}" in view.table and "rows sum to 1" in view.table
     assert json.loads(json.dumps(view.weights))["config"]["toImageButtonOptions"]["filename"] == \
         "cross_layer2_head1_weights"
-    assert out[-2] == Update(visible=False) and out[-1] == Update(visible=True)
+    # the one-query view hidden but kept in the page (drawn as it was), the matrices shown
+    assert out[-2].props == {"visible": "hidden", "elem_classes": [mv.HIDDEN_VIEW]}
+    assert out[-1].props == {"visible": True, "elem_classes": []}
     boxes = [s for s in view.scores["layout"]["shapes"] if s.get("y0") == 2.5]  # query 3 outlined
     assert boxes
     again = mv.show(inside, matrices, translator.cfg, result, "matrix", "cross", 2, "1", 3, "")  # a hall's next page
     assert again is out and len(calls) == 1  # the view kept, not drawn again (viz.views.memo)
     out = mv.show(inside, matrices, translator.cfg, result, "query", "cross", 2, 1, 3, "0.5")
     assert calls[-1] == ("query", ("cross", 2, 1, 3, 0.5)) and all(o is SKIP for o in out[8:15])
-    assert out[-2] == Update(visible=True) and out[-1] == Update(visible=False)
+    assert out[-2] == mv.view_shown(True) and out[-1] == mv.view_shown(False)
     with pytest.raises(ValueError, match="view must be"):
         mv.show(inside, matrices, translator.cfg, result, "both", "cross", 2, 1, 3, "")
     with pytest.raises(ValueError, match="Visualise a sentence"):

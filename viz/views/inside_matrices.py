@@ -119,6 +119,17 @@ def matrix_table(hm: HeadMatrices) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the tab's listener
+HIDDEN_VIEW = "attn-hidden-view"  # (app.css: not displayed)
+
+
+def view_shown(shown: bool) -> Update:
+    """A view's column shown, or hidden but kept in the page: Gradio 6.31 takes a column with ``visible=False`` out
+    of the page and makes it anew when it is shown again, its figures drawn from scratch (a lecture's move from stop 4
+    back to stop 3: ~400 ms of Equation (1)'s six first draws); ``visible="hidden"`` keeps it, drawn, and its class
+    hides it (the Column itself shows a "hidden" one)."""
+    return Update(visible=True, elem_classes=[]) if shown else Update(visible="hidden", elem_classes=[HIDDEN_VIEW])
+
+
 SHOWN = ViewMemo()  # a lecture hall opening one stop asks for the same view a hundred times (viz.views.memo)
 
 
@@ -140,7 +151,7 @@ def show(inside: Callable, matrices: Matrices, cfg: TransformerConfig, result: A
         else:
             one = skipped(N_QUERY_OUTPUTS)
             many = tuple(matrix_view(matrices(result, kind, layer, head, factor), query))
-        return (*one, *many, Update(visible=mode == QUERY), Update(visible=mode == MATRIX))
+        return (*one, *many, view_shown(mode == QUERY), view_shown(mode == MATRIX))
 
     return SHOWN(result, (inside, matrices, mode, kind, layer, head, query, factor), draw)
 
