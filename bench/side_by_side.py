@@ -5,7 +5,8 @@ machine's speed drifts by ±10 % within an hour: two runs of ``python -m bench``
     python -m bench.side_by_side why /path/to/before /path/to/after [--runs 16]
 
 Each checkout's app (``python -m bench.serve``, with the checkout's own ``.venv`` where it has one: ``app_process``)
-on a port of its own, one headless Chromium with a page on each. Prints, per checkout: the median click -> drawn, the
+on a port of its own, one headless Chromium with a page on each. Prints, per checkout: the median click -> drawn (every
+figure of the interaction, those out of the view too: the same for a checkout that draws them later), the
 median echo and their ratio (``bench.tabs``'s measure), and for the Why run the median time from the answer's arrival
 (its hidden textbox written) to its three figures drawn: the page's own share of a run. ``lecture``: walks of
 ``bench.lecture_walk`` (every stop, forward and back, a key as soon as the stop is drawn), one walk on each app in
@@ -70,13 +71,13 @@ def main() -> None:
                     if args.interaction == "why":
                         page.evaluate(SET_TEXT, ["#live-text textarea", new_text(100 + i)])
                         page.wait_for_timeout(50)  # Svelte takes the value
-                        drawn, echo = timed(page, LIVE, lambda p=page: p.click("#live-run"), 60_000)
+                        drawn, _, echo = timed(page, LIVE, lambda p=page: p.click("#live-run"), 60_000)
                         own = page.evaluate("() => window.benchLastDrawn - window.benchArrived")
                     else:
                         radios = page.locator("#in-query input[type=radio]")  # the next query each time
                         query = (int(page.locator("#in-query input[type=radio]:checked").get_attribute("value"))
                                  + 1) % radios.count()
-                        drawn, echo = timed(page, INSIDE, lambda p=page, q=query: p.click(
+                        drawn, _, echo = timed(page, INSIDE, lambda p=page, q=query: p.click(
                             f"#in-query label:has(input[value='{q}'])"), 60_000)
                         own = None
                     if i:
