@@ -111,7 +111,8 @@ NAMES = """() => {
 }"""
 
 
-def trace(url: str, walks: int, text: str = "", timeout_ms: float = 90_000, transitions: bool = True) -> None:
+def trace(url: str, walks: int, text: str = "", timeout_ms: float = 90_000, transitions: bool = True,
+          pause_ms: int = 400) -> None:
     from playwright.sync_api import sync_playwright  # a test requirement only
 
     stops = len(lecture.STOPS)
@@ -137,7 +138,7 @@ def trace(url: str, walks: int, text: str = "", timeout_ms: float = 90_000, tran
                     keys.append((n, n + step))
                     n += step
                     page.wait_for_function(DRAWN, arg=n, timeout=timeout_ms)
-                    page.wait_for_timeout(400)  # what a move leaves running after the stop is drawn
+                    page.wait_for_timeout(pause_ms)  # what a move leaves running after the stop is drawn
             events = page.evaluate("() => window.benchTrace")
             moves = page.evaluate("() => window.attnLectureMoves")
             names = page.evaluate(NAMES)
@@ -180,12 +181,14 @@ def main() -> None:
     parser.add_argument("--text", default="", help="the sentence (default: the lecture's own)")
     parser.add_argument("--url", default="", help="an app already running (default: start one)")
     parser.add_argument("--without-transitions", action="store_true", help="the page without view transitions")
+    parser.add_argument("--pause", type=int, default=400,
+                        help="ms after each stop is drawn before the next key (0: at once, as bench.lecture_walk)")
     args = parser.parse_args()
     if args.url:
-        trace(args.url, args.walks, args.text, transitions=not args.without_transitions)
+        trace(args.url, args.walks, args.text, transitions=not args.without_transitions, pause_ms=args.pause)
         return
     with app_process(("-m", "bench.serve")) as app:
-        trace(app.url, args.walks, args.text, transitions=not args.without_transitions)
+        trace(app.url, args.walks, args.text, transitions=not args.without_transitions, pause_ms=args.pause)
 
 
 if __name__ == "__main__":

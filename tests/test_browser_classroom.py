@@ -174,17 +174,21 @@ def test_presentation_mode_makes_the_maps_text_large_and_of_high_contrast(kept: 
 
 def test_a_link_naming_another_tab_opens_it_with_the_same_view_behind_it(page: Page, server: str):
     """The link "Copy link" gives for the view above, opened afresh with another tab (and the dark theme) named
-    in it: that tab, with the same view behind it; back on the Attention tab, presentation mode measured in dark."""
+    in it: that tab, with the same view behind it — the Attention tab, opened, shows it (its figures are drawn as it
+    shows, not while hidden: draw.js); presentation mode measured in dark."""
     params = {"text": TEXT, "kind": "encoder_self", "layer": 2, "head": 0, "colour": "fixed", "present": 1,
               "tab": "scaling", "__theme": "dark"}
-    open_view(page, link(server, **params), "layer 2 · mean of 8")
+    goto(page, link(server, **params))
     page.wait_for_function("() => document.querySelector('[role=tab][aria-selected=true]')?.dataset.tabId"
                            " === 'scaling'")
-    assert page.evaluate(STATE) == {
-        "text": TEXT, "kind": "encoder_self", "layer": "2", "head": "0", "present": True, "colour": "fixed",
-        "title": "Encoder self-attention · layer 2 · mean of 8 heads", "tab": "scaling"}
     assert is_dark(page)
     page.get_by_role("tab", name="Attention").click()
+    for plot_id in ("overview", "detail"):
+        page.wait_for_function(HAS_HEATMAP, arg=plot_id)
+    page.wait_for_function(f"() => ({TITLE})('detail').includes('layer 2 · mean of 8')")
+    assert page.evaluate(STATE) == {
+        "text": TEXT, "kind": "encoder_self", "layer": "2", "head": "0", "present": True, "colour": "fixed",
+        "title": "Encoder self-attention · layer 2 · mean of 8 heads", "tab": "attention"}
     page.locator("#overview .hm image").wait_for(state="visible")
     assert_presented(page)
 

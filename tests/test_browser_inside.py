@@ -390,7 +390,8 @@ def test_a_token_a_head_then_each_kind_update_the_view_keeping_head_and_query(pa
     layer = page.locator("#in-layer input[type=number]").input_value()
     choose(page, "in-query", 3)
     steps_show(page, ", query 3")
-    assert "query 3" in page.evaluate(f"() => ({GD})('in-scores').layout.annotations.at(-1).text")
+    # (drawn as it comes near the view or the page idles: below the fold at 1280×720)
+    page.wait_for_function(f"() => ({GD})('in-scores').layout.annotations.at(-1).text.includes('query 3')")
     choose(page, "in-head", 2)
     steps_show(page, f"{KINDS['cross']}, layer {layer}, head 2, query 3")
     for kind in ("encoder_self", "decoder_self", "cross"):

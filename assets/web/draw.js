@@ -182,14 +182,15 @@
   }));
   new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(redraw))
     .observe(document.body, {attributes: true, attributeFilter: ['class']});
-  // A figure in a hidden tab, which Gradio mounts anew and draws again as its tab shows, is drawn once it shows, or
-  // once the page is idle (IDLE_MS at most); while a feature holds every draw (shared.drawHeld: the lecture, while the
-  // next stop is on its way: what is on screen before its scroll is not what is on screen after it), a figure waits
-  // too, and once the hold is over it is drawn at the page's next change, as it comes within a quarter of a screen of
-  // the view (an IntersectionObserver), or once the page is idle, whichever is first: a stop is on screen without
-  // waiting for the figures below it (Inside a head's six panels: ~60 ms each on a 2-core machine). A figure sent
-  // again before it was drawn is drawn once, the last. Whether it shows is checked after each change of the page's
-  // elements (a tab shown: the browser may be running no frames while the lecture holds a stop on screen).
+  // A figure in a hidden tab, which Gradio mounts anew and draws again as its tab shows, is drawn once it shows and
+  // comes within a quarter of a screen of the view (an IntersectionObserver), or, shown, once the page is idle
+  // (IDLE_MS at most); never while hidden (drawn there, it was drawn for nothing, ~50 ms a figure, and a lecture's
+  // next key waited behind five of the Lab's). While a feature holds every draw (shared.drawHeld: the lecture, while
+  // the next stop is on its way: what is on screen before its scroll is not what is on screen after it), a figure
+  // waits too, and once the hold is over it is drawn the same way at the page's next change: a stop is on screen
+  // without waiting for the figures below it (Inside a head's six panels: ~60 ms each on a 2-core machine). A figure
+  // sent again before it was drawn is drawn once, the last. Whether it shows is checked after each change of the
+  // page's elements (a tab shown: the browser may be running no frames while the lecture holds a stop on screen).
   // shared.drawParked(selector): those in what it finds, now (plotly marks its element .js-plotly-plot only as it
   // draws it), and how many; shared.drawNear(): those on screen now (the lecture, once it has scrolled to a stop,
   // before its swap); shared.drawHeld: a function a feature sets, true while every figure waits.
@@ -211,8 +212,25 @@
     if (e.isIntersecting) unpark(e.target);
   }), {rootMargin: '25% 0px'});
   const drawNear = () => [...parked.keys()].forEach((gd) => { if (!gd.isConnected || onScreen(gd)) unpark(gd); });
+  const near = (gd) => {
+    if (!gd.getClientRects().length) return false;
+    const r = gd.getBoundingClientRect(), margin = innerHeight / 4;
+    return r.top < innerHeight + margin && r.bottom > -margin;
+  };
+  // a parked figure drawn once the page is idle, if it shows then (a hidden one: as it shows, drawShown)
+  const whenIdle = (gd) => {
+    const p = parked.get(gd);
+    if (!p || p.idle) return;
+    p.idle = true;
+    (window.requestIdleCallback || setTimeout)(() => {
+      p.idle = false;
+      if (parked.get(gd) !== p || (gd.isConnected && shared.drawHeld && shared.drawHeld())) return;
+      if (!gd.isConnected || gd.getClientRects().length) unpark(gd);
+    }, {timeout: IDLE_MS});
+  };
   const drawShown = () => [...parked.keys()].forEach((gd) => {
-    if (!gd.isConnected || gd.getClientRects().length) unpark(gd);
+    if (!gd.isConnected || near(gd)) unpark(gd);
+    else if (gd.getClientRects().length) whenIdle(gd);
   });
   const drawParked = (selector) => {
     const blocks = [...document.querySelectorAll(selector)].map((el) => el.closest('[id]') || el);
@@ -245,7 +263,7 @@
     next.promise = new Promise((resolve) => { next.done = resolve; });
     parked.set(gd, next);
     nearing.observe(gd);
-    (window.requestIdleCallback || setTimeout)(() => unpark(gd), {timeout: IDLE_MS});
+    whenIdle(gd);
     return next.promise;
   };
   // Plotly.react itself is wrapped: plotly has no public hook that runs before a draw.
