@@ -11,6 +11,7 @@ import torch
 
 from model.network.checkpoint import (
     CheckpointError,
+    atomic_save_tensors,
     check_model_folder,
     load_config,
     load_model,
@@ -292,3 +293,22 @@ def test_the_log_records_the_precision_actually_used(corpus, tmp_path):
     assert log[0]["precision"] == resolve_precision("auto", torch.device("cpu"))
     trainer = json.loads((tmp_path / "last" / "trainer.json").read_text())
     assert trainer["args"]["precision"] == log[0]["precision"]  # resolved, never "auto"
+
+
+def test_a_file_that_holds_the_same_tensors_is_not_written_again(tmp_path: Path):
+    """safetensors writes its metadata in no fixed order: the same tensors saved twice could differ in bytes (a
+    shipped file's hash changed with nothing in it changed); a file that holds them already is left as it is."""
+    path = tmp_path / "m.safetensors"
+    tensors = {"w": torch.arange(6, dtype=torch.int8).reshape(2, 3), "s": torch.ones(2)}
+    meta = {"format": "pt", "quantised": "int8 per row"}
+    atomic_save_tensors(tensors, path, meta)
+    path.touch()  # (a time to compare)
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    atomic_save_tensors({k: v.clone() for k, v in tensors.items()}, path, dict(reversed(meta.items())))
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    atomic_save_tensors({**tensors, "s": torch.full((2,), 2.0)}, path, meta)  # a tensor changed: written
+    assert path.read_bytes() != before[0]
+    atomic_save_tensors(tensors, path, {"format": "pt"})  # the metadata changed: written
+    from safetensors import safe_open
+    with safe_open(str(path), "pt") as f:
+        assert f.metadata() == {"format": "pt"}

@@ -39,9 +39,25 @@ def _one_line(exc: BaseException) -> str:
 
 
 def atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+    """Written whole or not at all; a file that holds these tensors and metadata already is left as it is (safetensors
+    writes its metadata in no fixed order: the same tensors gave other bytes, and a shipped file a new hash)."""
+    if _holds(path, tensors, metadata or {}):
+        return
     tmp = path.with_name(path.name + ".tmp")
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp), metadata=metadata)
     os.replace(tmp, path)
+
+
+def _holds(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        with safe_open(str(path), "pt") as f:
+            if (f.metadata() or {}) != metadata or set(f.keys()) != set(tensors):
+                return False
+            return all(torch.equal(f.get_tensor(k), v.detach().cpu()) for k, v in tensors.items())
+    except Exception:  # (unreadable: written anew)
+        return False
 
 
 def atomic_write_text(path: Path, text: str) -> None:
