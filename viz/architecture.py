@@ -1,12 +1,14 @@
 """The paper's Figures 1 and 2, redrawn as plain SVG strings from the live model's config.
 
-Layout: Figure 1 reads bottom to top like the paper, encoder on the left, decoder on the right. The
-encoder stack sits lower than the decoder so that its output ("memory") rises straight into the
-decoder's encoder–decoder attention as K and V, while the decoder's own stream enters that block as Q
-from below: no line crosses another. Residual connections leave each sub-layer's input at a dot, run
-up a lane beside the stack (left of the encoder, right of the decoder, as in the paper) and enter the
-side of the Add & Norm above. The empty top-left corner holds the configuration and the parameter
-table; tensor shapes (batch 1) sit beside the arrows and attention blocks when lengths are given.
+Layout: Figure 1 reads bottom to top like the paper, encoder on the left, decoder on the right, both
+over one row of inputs, compact enough to be whole on a projector's first screen at a legible size.
+The encoder stack is shorter, so that its output ("memory") leaves it below the decoder's
+encoder–decoder attention: it rises, runs right between the stacks, down, and enters that block from
+below as K and V, while the decoder's own stream enters it as Q: no line crosses another. Residual
+connections leave each sub-layer's input at a dot, run up a lane beside the stack (left of the
+encoder, right of the decoder, as in the paper) and enter the side of the Add & Norm above. The empty
+top-left corner holds the configuration and the parameter table; sizes and tensor shapes (batch 1,
+when lengths are given) sit beside the blocks and arrows.
 
 Themes: text, arrows and outlines use ``currentColor``, so they take the page's text colour (dark on a
 light theme, light on a dark one); boxes use the paper's hues as translucent fills (fill-opacity 0.22)
@@ -111,7 +113,8 @@ def _box(x: float, y: float, w: float, h: float, kind: str, title: str, label: s
     cx, cy = x + w / 2, y + h / 2
     if sub:
         size = 12.5 if len(label) < 24 else 11.5  # "Masked Multi-Head Attention" must fit
-        body += _text(cx, cy - 2, label, size, weight="600") + _note(cx, cy + 12, sub, "middle")
+        up, down = (2.5, 10.5) if h < 36 else (2, 12)  # (Figure 1's compact sub-layers: 30 tall)
+        body += _text(cx, cy - up, label, size, weight="600") + _note(cx, cy + down, sub, "middle")
     else:
         body += _text(cx, cy + 4.5, label, 12.5, weight="600")
     if note:
@@ -151,12 +154,24 @@ def _shape(*dims: object) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ")"
 
 
-# Figure 1 geometry (units of the viewBox). Boxes are W wide; sub-layers 46 tall, Add & Norm 28.
-W, SUB, AN = 196, 46, 28
+# Figure 1 geometry (units of the viewBox): compact enough to be whole on a 1280×720 screen's first screen at a
+# legible size (890 × 440 units drawn 1.3× there: its smallest notes ~12 px; in presentation mode 16 px). Boxes are W
+# wide; sub-layers SUB tall (a name and a smaller line), Add & Norm, Softmax, Linear and the embeddings one line
+# (their sizes beside them). Both stacks end at Y_BOTTOM, over the same row of inputs; the encoder, two sub-layers
+# shorter, tops out below the decoder's encoder–decoder attention: its output rises above it, runs right between
+# the stacks and down to Y_MEM, under that block, which it enters from below as K and V (the paper's arrows).
+W, SUB, AN = 204, 30, 20
 EL, DL = 148, 498  # left edges of the encoder and decoder columns
 EC, DC, ER, DR = EL + W / 2, DL + W / 2, EL + W, DL + W
 E_LANE, D_LANE = EL - 20, DR + 20  # residual lanes
-Y_MEM = 396  # where the encoder output runs across to the decoder
+Y_TOP_E, Y_TOP_D, Y_BOTTOM = 174, 80, 342  # the stacks' frames: the encoder's top, the decoder's, both bottoms
+Y_OVER, X_DOWN, Y_MEM = 166, 468, 230  # the encoder output: above the encoder, down between the stacks, across
+Y_PE, Y_EMB, Y_IN = 357, 377, 425  # positional encodings (centre), embeddings (top), the inputs' names (baseline)
+# (y of each block's top) encoder: attention, Add & Norm, feed-forward, Add & Norm; decoder: masked attention, Add &
+# Norm, encoder–decoder attention, Add & Norm, feed-forward, Add & Norm; the output head: Linear, Softmax
+E_Y = (284, 254, 210, 180)
+D_Y = (284, 254, 190, 160, 116, 86)
+Y_LINEAR, Y_SOFTMAX = 50, 20
 
 
 def _split(m: str, left: float, y_from: float, y_box: float) -> str:
@@ -179,10 +194,9 @@ def _add_norm(left: float, y: float, where: str, d: int) -> str:
 def _legend(cfg: TransformerConfig, p: dict[str, int]) -> list[str]:
     """Configuration and parameter table, in the empty top-left corner above the (lower) encoder."""
     n, d, v = cfg.n_layers, cfg.d_model, cfg.vocab_size
-    o = [_text(14, 20, "Transformer (Figure 1), drawn from the live config", 15, "start", "700"),
-         _text(14, 44, f"N = {n} · d_model = {d} · h = {cfg.n_heads} · d_k = d_v = {cfg.d_k}", 12.5, "start"),
-         _text(14, 63, f"d_ff = {cfg.d_ff} · vocabulary = {v}", 12.5, "start"),
-         _text(14, 92, "Parameters", 13, "start", "700")]
+    o = [_text(14, 6, "Transformer (Figure 1), drawn from the live config", 15, "start", "700"),
+         _text(14, 26, f"N = {n} · d_model = {d} · h = {cfg.n_heads} · d_k = d_v = {cfg.d_k}", 12.5, "start"),
+         _text(14, 44, f"d_ff = {cfg.d_ff} · vocabulary = {v}", 12.5, "start")]
     rows = [
         ("embedding", f"Shared embedding, vocab × d_model = {v} × {d}",
          "Shared embedding matrix: source, target and pre-softmax linear (§3.4)"),
@@ -193,13 +207,82 @@ def _legend(cfg: TransformerConfig, p: dict[str, int]) -> list[str]:
         ("total", "Total", "Total"),
     ]
     for i, (key, label, title) in enumerate(rows):
-        y, bold = 114 + 20 * i + (8 if key == "total" else 0), "700" if key == "total" else ""
+        y, bold = 64 + 16 * i + (7 if key == "total" else 0), "700" if key == "total" else ""
         body = _text(14, y, label, 12, "start", bold) + _text(410, y, format_count(p[key]), 12, "end", bold)
         extra = f' data-part="{key}" data-part-params="{p[key]}"'
         o.append(_group("tf-legend-row", f"{title}: {p[key]:,} parameters", body, extra=extra))
-    y = 114 + 20 * len(rows)
-    o.append(f'<path d="M14,{y - 30} H410" stroke="currentColor" stroke-opacity="0.5"/>')
-    o.append(_note(14, y + 14, "Hover a block for what it is and its parameter count.", size=11))
+    o.append('<path d="M14,137 H410" stroke="currentColor" stroke-opacity="0.5"/>')
+    return o
+
+
+def _encoder(m: str, d: int, attn_f: str, a_count: int, ffn_f: str, ffn_sub: str, f_count: int) -> list[str]:
+    """The encoder layer's blocks and arrows, bottom to top (drawn once, inside its "N×" frame)."""
+    y_attn, y_norm1, y_ffn, y_norm2 = E_Y
+    return [
+        _box(EL, y_attn, W, SUB, "attn", f"Encoder layer: multi-head self-attention — {attn_f}",
+             "Multi-Head Attention", f"self-attention · {format_count(a_count)}", params=a_count,
+             attention="encoder_self"),
+        _add_norm(EL, y_norm1, "Encoder layer", d),
+        _box(EL, y_ffn, W, SUB, "ffn", f"Encoder layer: position-wise feed-forward — {ffn_f}", "Feed Forward",
+             ffn_sub, params=f_count),
+        _add_norm(EL, y_norm2, "Encoder layer", d),
+        _split(m, EL, Y_PE - 10, y_attn + SUB), _residual(m, EC, y_attn + SUB + 22, E_LANE, y_norm1, EL),
+        _arrow(m, (EC, y_attn), (EC, y_norm1 + AN)), _arrow(m, (EC, y_norm1), (EC, y_ffn + SUB)),
+        _residual(m, EC, (y_norm1 + y_ffn + SUB) / 2, E_LANE, y_norm2, EL), _arrow(m, (EC, y_ffn), (EC, y_norm2 + AN)),
+    ]
+
+
+def _decoder(m: str, d: int, attn_f: str, a_count: int, ffn_f: str, ffn_sub: str, f_count: int) -> list[str]:
+    """The decoder layer's blocks and arrows, bottom to top: Q rises into the encoder–decoder attention at its right
+    quarter, the encoder output's K and V at its left half."""
+    y_self, y_norm1, y_cross, y_norm2, y_ffn, y_norm3 = D_Y
+    q75, y_route = DL + 0.75 * W, y_norm1 - 7
+    return [
+        _box(DL, y_self, W, SUB, "attn", f"Decoder layer: masked multi-head self-attention (i sees ≤ i) — {attn_f}",
+             "Masked Multi-Head Attention", f"self-attention · {format_count(a_count)}", params=a_count,
+             attention="decoder_self"),
+        _add_norm(DL, y_norm1, "Decoder layer", d),
+        _box(DL, y_cross, W, SUB, "attn", "Decoder layer: encoder–decoder attention, Q from the decoder, K and V from "
+             f"the encoder output — {attn_f}", "Multi-Head Attention", f"encoder–decoder · {format_count(a_count)}",
+             params=a_count, attention="cross"),
+        _add_norm(DL, y_norm2, "Decoder layer", d),
+        _box(DL, y_ffn, W, SUB, "ffn", f"Decoder layer: position-wise feed-forward — {ffn_f}", "Feed Forward", ffn_sub,
+             params=f_count),
+        _add_norm(DL, y_norm3, "Decoder layer", d),
+        _split(m, DL, Y_PE - 10, y_self + SUB), _residual(m, DC, y_self + SUB + 22, D_LANE, y_norm1, DR),
+        _arrow(m, (DC, y_self), (DC, y_norm1 + AN)),
+        _arrow(m, (DC, y_norm1), (DC, y_route), (q75, y_route), (q75, y_cross + SUB)),
+        _residual(m, q75, y_route - 8, D_LANE, y_norm2, DR), _arrow(m, (DC, y_cross), (DC, y_norm2 + AN)),
+        _arrow(m, (DC, y_norm2), (DC, y_ffn + SUB)), _residual(m, DC, (y_norm2 + y_ffn + SUB) / 2, D_LANE, y_norm3, DR),
+        _arrow(m, (DC, y_ffn), (DC, y_norm3 + AN)),
+    ]
+
+
+def _inputs(m: str, p: dict[str, int], v: int, d: int, s: object, t: object, shapes: bool) -> list[str]:
+    """The embeddings, the positional encodings added to them, and the inputs' names (with their shapes)."""
+    emb_title = (f"Input embedding: vocab × d_model = {v} × {d} = {p['embedding']:,} parameters, shared with the "
+                 "output embedding and the pre-softmax linear (§3.4); multiplied by √d_model")
+    o = [_box(EL, Y_EMB, W, 22, "embed", emb_title, "Input Embedding", params=p["embedding"]),
+         _note(EL - 8, Y_EMB + 15, f"{v} × {d} · {format_count(p['embedding'])}", "end"),
+         _box(DL, Y_EMB, W, 22, "embed", "Output embedding: the same matrix as the input embedding (§3.4) — 0 extra "
+              "parameters", "Output Embedding", params=0),
+         _note(DR + 8, Y_EMB + 15, "shared with the input · +0")]
+    pe_title = "Positional encoding added to the scaled embedding: sin/cos of the position (§3.5), fixed — 0 parameters"
+    for c, side, inp, length, room in ((EC, -1, "Inputs", s, 26), (DC, 1, "Outputs (shifted right)", t, 84)):
+        o.append(_arrow(m, (c, Y_EMB), (c, Y_PE + 10)) + _arrow(m, (c, Y_IN - 12), (c, Y_EMB + 22))
+                 + _text(c, Y_IN, inp, 12.5, weight="600"))
+        if shapes:
+            o.append(_note(c + room, Y_IN, f"{_shape(1, length)} token ids"))
+        sx, anchor, pc, y = c + 42 * side, "end" if side < 0 else "start", COLORS["pos"], Y_PE
+        wave = " ".join(f"{sx - 7 + i:g},{y - 5 * math.sin(i * math.pi / 7):.1f}" for i in range(15))
+        pos = (f'<circle cx="{c:g}" cy="{y}" r="10" fill="none" stroke="currentColor" stroke-width="1.3"/>'
+               f'<path d="M{c - 6:g},{y} H{c + 6:g} M{c:g},{y - 6} V{y + 6}" stroke="currentColor" stroke-width="1.3"/>'
+               f'<circle cx="{sx:g}" cy="{y}" r="11" fill="{pc}" fill-opacity="0.22" stroke="{pc}"/>'
+               f'<polyline points="{wave}" fill="none" stroke="currentColor" stroke-width="1.2"/>'
+               + _arrow(m, (sx - 11 * side, y), (c + 10 * side, y), head=False)
+               + _text(sx + 18 * side, y - 3, "Positional Encoding", 12, anchor, "600")
+               + _note(sx + 18 * side, y + 11, "sinusoidal · 0 params", anchor))
+        o.append(_group("tf-block tf-pos", pe_title, pos, params=0))
     return o
 
 
@@ -215,89 +298,45 @@ def figure1_svg(cfg: TransformerConfig, src_len: int | None = None, tgt_len: int
               f"h = {h} heads of d_k = {dk}. Click for its attention maps.")
     ffn_f = f"max(0, xW1+b1)W2+b2, 2·d_model·d_ff + d_ff + d_model = {f_count:,} parameters"
     ffn_sub = f"{d} → {cfg.d_ff} → {d} · {format_count(f_count)}"
+    parts = (m, d, attn_f, a_count, ffn_f, ffn_sub, f_count)
     o = _legend(cfg, p)
-    # --- encoder and decoder layers, bottom to top; drawn once, inside their "N×" frames ---
-    enc = [
-        _box(EL, 612, W, SUB, "attn", f"Encoder layer: multi-head self-attention — {attn_f}", "Multi-Head Attention",
-             f"self-attention · {format_count(a_count)}", params=a_count, attention="encoder_self"),
-        _add_norm(EL, 562, "Encoder layer", d),
-        _box(EL, 486, W, SUB, "ffn", f"Encoder layer: position-wise feed-forward — {ffn_f}", "Feed Forward", ffn_sub,
-             params=f_count),
-        _add_norm(EL, 436, "Encoder layer", d),
-        _split(m, EL, 720, 658), _residual(m, EC, 684, E_LANE, 562, EL), _arrow(m, (EC, 612), (EC, 590)),
-        _arrow(m, (EC, 562), (EC, 532)), _residual(m, EC, 548, E_LANE, 436, EL), _arrow(m, (EC, 486), (EC, 464)),
-    ]
-    q75, k50, v25 = DL + 0.75 * W, DL + 0.5 * W, DL + 0.25 * W
-    dec = [
-        _box(DL, 482, W, SUB, "attn", f"Decoder layer: masked multi-head self-attention (i sees ≤ i) — {attn_f}",
-             "Masked Multi-Head Attention", f"self-attention · {format_count(a_count)}", params=a_count,
-             attention="decoder_self"),
-        _add_norm(DL, 432, "Decoder layer", d),
-        _box(DL, 330, W, SUB, "attn", "Decoder layer: encoder–decoder attention, Q from the decoder, K and V from the "
-             f"encoder output — {attn_f}", "Multi-Head Attention", f"encoder–decoder · {format_count(a_count)}",
-             params=a_count, attention="cross"),
-        _add_norm(DL, 280, "Decoder layer", d),
-        _box(DL, 204, W, SUB, "ffn", f"Decoder layer: position-wise feed-forward — {ffn_f}", "Feed Forward", ffn_sub,
-             params=f_count),
-        _add_norm(DL, 154, "Decoder layer", d),
-        _split(m, DL, 720, 528), _residual(m, DC, 554, D_LANE, 432, DR), _arrow(m, (DC, 482), (DC, 460)),
-        _arrow(m, (DC, 432), (DC, 424), (q75, 424), (q75, 376)), _residual(m, q75, 410, D_LANE, 280, DR),
-        _arrow(m, (DC, 330), (DC, 308)), _arrow(m, (DC, 280), (DC, 250)),
-        _residual(m, DC, 266, D_LANE, 154, DR), _arrow(m, (DC, 204), (DC, 182)),
-    ]
-    for left, right, top, bottom, name, key, x_lab, anchor, inner in (
-        (E_LANE - 18, ER + 10, 422, 694, "Encoder", "encoder", E_LANE - 26, "end", enc),
-        (DL - 16, D_LANE + 18, 140, 564, "Decoder", "decoder", D_LANE + 26, "start", dec),
+    for left, right, top, name, key, x_lab, y_lab, anchor, inner in (
+        (E_LANE - 18, ER + 10, Y_TOP_E, "Encoder", "encoder", E_LANE - 26, 250, "end", _encoder(*parts)),
+        (DL - 16, D_LANE + 18, Y_TOP_D, "Decoder", "decoder", D_LANE + 26, 114, "start", _decoder(*parts)),
     ):
-        frame = (f'<rect x="{left:g}" y="{top}" width="{right - left:g}" height="{bottom - top}" rx="10" '
+        frame = (f'<rect x="{left:g}" y="{top}" width="{right - left:g}" height="{Y_BOTTOM - top}" rx="10" '
                  'fill="currentColor" fill-opacity="0.04" stroke="currentColor" stroke-opacity="0.45"/>')
-        y_lab, layer = ((top + bottom) / 2 if key == "encoder" else 222), p[key + "_layer"]
-        frame += _text(x_lab, y_lab, f"{n}×", 24, anchor, "700") + _note(x_lab, y_lab + 18, f"N = {n}", anchor, 11)
-        frame += _note(x_lab, y_lab + 33, f"{format_count(layer)} each", anchor, 11)
+        layer = p[key + "_layer"]
+        frame += _text(x_lab, y_lab, f"{n}×", 24, anchor, "700") + _note(x_lab, y_lab + 17, f"N = {n}", anchor, 11)
+        frame += _note(x_lab, y_lab + 31, f"{format_count(layer)} each", anchor, 11)
         title = f"{name}: N = {n} identical layers of {layer:,} parameters, {p[key]:,} in all"
         o.append(_group(f"tf-stack tf-{key}", title, frame + "".join(inner), extra=f' data-repeat="{n}"'))
-    # encoder output (memory) -> K and V of every decoder layer's encoder-decoder attention
-    o.append(_arrow(m, (EC, 436), (EC, Y_MEM), (k50, Y_MEM), (k50, 376)) + _dot(v25, Y_MEM)
-             + _arrow(m, (v25, Y_MEM), (v25, 376)))
-    o.append(_note(EC + 10, Y_MEM - 7, "encoder output → K, V" + (f" {_shape(1, s, d)}" if shapes else "")))
+    # encoder output (memory): up out of the encoder, right, down between the stacks, into K and V from below
+    y_cross, k50, v25 = D_Y[2] + SUB, DL + 0.5 * W, DL + 0.25 * W
+    o.append(_arrow(m, (EC, E_Y[3]), (EC, Y_OVER), (X_DOWN, Y_OVER), (X_DOWN, Y_MEM), (k50, Y_MEM), (k50, y_cross))
+             + _dot(v25, Y_MEM) + _arrow(m, (v25, Y_MEM), (v25, y_cross)))
+    memory = ["encoder output", "→ K, V", *([_shape(1, s, d)] if shapes else [])]
+    o += [_note(X_DOWN - 6, E_Y[3] + 8 + 14 * i, line, "end") for i, line in enumerate(memory)]
     # --- output head ---
-    o.append(_arrow(m, (DC, 154), (DC, 118)) + _arrow(m, (DC, 78), (DC, 58)) + _arrow(m, (DC, 30), (DC, 6)))
-    o.append(_box(DL, 78, W, 40, "linear", "Linear: pre-softmax projection d_model → vocab, x·Eᵀ with the shared "
-                  "embedding E (§3.4) — 0 extra parameters, no bias", "Linear", "shares the embedding · +0",
-                  params=p["output_projection"]))
-    o.append(_box(DL, 30, W, 28, "softmax", f"Softmax over the vocabulary ({v} entries) — no parameters", "Softmax",
-                  params=0))
-    o.append(_text(DC, -4, "Output Probabilities", 12.5, weight="600"))
-    # --- embeddings and positional encodings ---
-    emb_title = (f"Input embedding: vocab × d_model = {v} × {d} = {p['embedding']:,} parameters, shared with the "
-                 "output embedding and the pre-softmax linear (§3.4); multiplied by √d_model")
-    o.append(_box(EL, 760, W, 40, "embed", emb_title, "Input Embedding", f"{v} × {d} · {format_count(p['embedding'])}",
-                  params=p["embedding"]))
-    o.append(_box(DL, 760, W, 40, "embed", "Output embedding: the same matrix as the input embedding (§3.4) — 0 extra "
-                  "parameters", "Output Embedding", "shared with the input · +0", params=0))
-    pe_title = "Positional encoding added to the scaled embedding: sin/cos of the position (§3.5), fixed — 0 parameters"
-    for c, side, inp, length in ((EC, -1, "Inputs", s), (DC, 1, "Outputs (shifted right)", t)):
-        o.append(_arrow(m, (c, 760), (c, 740)) + _arrow(m, (c, 816), (c, 800)) + _text(c, 832, inp, 12.5, weight="600"))
-        if shapes:
-            o.append(_note(c, 848, f"{_shape(1, length)} token ids", "middle"))
-        sx, anchor, pc = c + 42 * side, "end" if side < 0 else "start", COLORS["pos"]
-        wave = " ".join(f"{sx - 7 + i:g},{730 - 5 * math.sin(i * math.pi / 7):.1f}" for i in range(15))
-        pos = (f'<circle cx="{c:g}" cy="730" r="10" fill="none" stroke="currentColor" stroke-width="1.3"/>'
-               f'<path d="M{c - 6:g},730 H{c + 6:g} M{c:g},724 V736" stroke="currentColor" stroke-width="1.3"/>'
-               f'<circle cx="{sx:g}" cy="730" r="11" fill="{pc}" fill-opacity="0.22" stroke="{pc}"/>'
-               f'<polyline points="{wave}" fill="none" stroke="currentColor" stroke-width="1.2"/>'
-               + _arrow(m, (sx - 11 * side, 730), (c + 10 * side, 730), head=False)
-               + _text(sx + 18 * side, 727, "Positional Encoding", 12, anchor, "600")
-               + _note(sx + 18 * side, 741, "sinusoidal · 0 params", anchor))
-        o.append(_group("tf-block tf-pos", pe_title, pos, params=0))
+    o.append(_arrow(m, (DC, D_Y[5]), (DC, Y_LINEAR + 20)) + _arrow(m, (DC, Y_LINEAR), (DC, Y_SOFTMAX + 20))
+             + _arrow(m, (DC, Y_SOFTMAX), (DC, 7)))
+    o.append(_box(DL, Y_LINEAR, W, 20, "linear", "Linear: pre-softmax projection d_model → vocab, x·Eᵀ with the shared "
+                  "embedding E (§3.4) — 0 extra parameters, no bias", "Linear", params=p["output_projection"]))
+    o.append(_note(DR + 10, Y_LINEAR + 9, "shares the embedding · +0"))
+    o.append(_box(DL, Y_SOFTMAX, W, 20, "softmax", f"Softmax over the vocabulary ({v} entries) — no parameters",
+                  "Softmax", params=0))
+    o.append(_text(DC, 2, "Output Probabilities", 12.5, weight="600"))
+    o += _inputs(m, p, v, d, s, t, shapes)
     # --- tensor shapes for the current input (batch of 1) ---
     if shapes:
-        o += [_note(EC + 16, 716, _shape(1, s, d)), _note(DC + 8, 650, _shape(1, t, d))]
-        for x, y, dims in ((ER + 16, 630, (s, s)), (D_LANE + 26, 500, (t, t)), (D_LANE + 26, 348, (t, s))):
+        o += [_note(EC + 16, Y_PE + 4, _shape(1, s, d)), _note(DC - 16, Y_PE + 4, _shape(1, t, d), "end")]
+        for x, y, dims in ((ER + 16, E_Y[0] + 12, (s, s)), (D_LANE + 26, D_Y[0] + 12, (t, t)),
+                           (D_LANE + 26, D_Y[2] + 10, (t, s))):
             o.append(_note(x, y, "weights") + _note(x, y + 14, _shape(1, h, *dims)))
-        o += [_note(DR + 10, 101, f"logits {_shape(1, t, v)}"), _note(DR + 10, 48, f"probabilities {_shape(1, t, v)}")]
-    body = '<g transform="translate(0,18)">' + "".join(o) + "</g>"  # room above for "Output Probabilities"
-    return _svg(890, 878, body, f"Transformer architecture (Figure 1): {_summary(cfg, p['total'])}", m)
+        o += [_note(DR + 10, Y_LINEAR + 23, f"logits {_shape(1, t, v)}"),
+              _note(DR + 10, Y_SOFTMAX + 14, f"probabilities {_shape(1, t, v)}")]
+    body = '<g transform="translate(0,12)">' + "".join(o) + "</g>"  # room above for "Output Probabilities"
+    return _svg(890, 442, body, f"Transformer architecture (Figure 1): {_summary(cfg, p['total'])}", m)
 
 
 def figure2_svg(cfg: TransformerConfig) -> str:

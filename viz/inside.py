@@ -53,6 +53,7 @@ _TOP = 72  # px above the plot: the two-line figure title, clear of the gr.Plot 
 _BADGE = 36  # of which the gr.Plot label badge's room
 _TICK_PAD = 6  # px between tick labels and the plot area
 TOKEN_LEN = 20  # characters of a token shown
+KEY_ROW_PX = 17  # px a key's row in panel (a), up to 30 keys (13 past that)
 _KEYS_AXIS = dict(type="category", autorange="reversed")  # one row per key, "j: token", row 0 on top
 
 
@@ -84,12 +85,13 @@ def _title(text: str, i: int | None = None, shift: int = 0, right: bool = False)
                 font=dict(size=TITLE_PX if i is None else FONT_PX))
 
 
-def _figure_title(name: str, hi: HeadInside, shift: int = 0, width: float | None = None) -> dict:
-    """The figure's title: its name, and below it, smaller, which head and query (so an exported image says),
-    each broken into lines of at most ``width`` px (default: a phone's full plot width)."""
+def _figure_title(name: str, hi: HeadInside, shift: int = 0, width: float | None = None,
+                  sub_px: int = SUBTITLE_PX) -> dict:
+    """The figure's title: its name, and below it, smaller (``sub_px``), which head and query (so an exported image
+    says), each broken into lines of at most ``width`` px (default: a phone's full plot width)."""
     width = phone_width() if width is None else width
-    sub = fit_lines(_where(hi), SUBTITLE_PX, width).split("<br>")
-    text = "<br>".join([fit_lines(name, TITLE_PX, width), *(f'<span style="font-size:{SUBTITLE_PX}px">{line}</span>'
+    sub = fit_lines(_where(hi), sub_px, width).split("<br>")
+    text = "<br>".join([fit_lines(name, TITLE_PX, width), *(f'<span style="font-size:{sub_px}px">{line}</span>'
                                                             for line in sub)])
     return _title(text, shift=shift)
 
@@ -98,8 +100,8 @@ def _top(figure_title: dict) -> int:
     """px above the plot for a ``_figure_title`` of that many lines (the badge's room, 20 px a title line, 16 a
     subtitle line)."""
     text = figure_title["text"]
-    sub = text.count(f"font-size:{SUBTITLE_PX}px")
-    return _BADGE + 20 * (lines(text) - sub) + 16 * sub
+    sub, larger = text.count(f"font-size:{SUBTITLE_PX}px"), text.count(f"font-size:{FONT_PX}px")
+    return _BADGE + 20 * (lines(text) - sub - larger) + 16 * sub + 18 * larger
 
 
 def _fit(text: str, width: float, font_px: int = FONT_PX) -> str:
@@ -186,27 +188,24 @@ def _where(hi: HeadInside) -> str:
 
 # ------------------------------------------------------------------------------------------ (a) projections
 def projections_spec(hi: HeadInside) -> dict:
-    """(a) x -> q (1 × d_k) and x_kv -> K, V (n × d_k): the head's projections, values on hover. Bands top to
-    bottom: x, q, x_kv, then K beside V (each title fits its band on a phone)."""
+    """(a) x -> q (1 × d_k) and x_kv -> K, V (n × d_k): the head's projections, values on hover. Two bands, so that
+    it is whole on a 1280×720 first screen beside the tab's controls for a sentence of up to ~10 keys (a longer one
+    scrolls: ``KEY_ROW_PX`` a key): x beside q, then the keys' x beside their K and V (one row a key, named left of
+    x; each title fits its column on a phone). Its texts are 14 px or more (presentation mode draws it 16/14 times
+    larger: app.css)."""
     n, d, dk = len(hi.key_tokens), hi.d_model, hi.d_k
     keys = _labels(hi.key_tokens)
-    row = 20 if n <= 30 else 13
+    row = KEY_ROW_PX if n <= 30 else 13
     width = phone_width(_labels_px(keys))
-    source = "x = encoder output, every key" if hi.kind == "cross" else "x at every key position"
-    x_q = "x (decoder)" if hi.kind == "cross" else "x"
-    half = (0.0, 0.48)
-    columns = {1: (0.0, 1.0), 2: half, 3: (0.0, 1.0), 4: half, 5: (0.52, 1.0)}
-    band = {1: 0, 2: 1, 3: 2, 4: 3, 5: 3}
-    text = {
-        1: f"{x_q} at query {hi.query} “{_tok(hi.query_token)}” · 1 × {d}",
-        2: f"q · 1 × {dk}",
-        3: f"{source} · {n} × {d}",
-        4: f"K · {n} × {dk}",
-        5: f"V · {n} × {dk}",
-    }
+    source = "encoder output" if hi.kind == "cross" else "x at every key"  # (two lines in its column on a phone)
+    x_q = "x (decoder)" if hi.kind == "cross" else "x"  # (at the query the subtitle names)
+    columns = {1: (0.0, 0.7), 2: (0.75, 1.0), 3: (0.0, 0.5), 4: (0.54, 0.76), 5: (0.78, 1.0)}
+    band = {1: 0, 2: 0, 3: 1, 4: 1, 5: 1}
+    text = {1: f"{x_q} · 1 × {d}", 2: f"q · 1 × {dk}", 3: f"{source} · {n} × {d}", 4: f"K · {n} × {dk}",
+            5: f"V · {n} × {dk}"}
     text = {i: _fit(t, width * (columns[i][1] - columns[i][0])) for i, t in text.items()}
-    gaps = [_gap(30, *(text[i] for i in band if band[i] == b)) for b in range(4)]
-    plot_h, rows = _bands([26, 26, n * row, n * row], gap=gaps)
+    gaps = [_gap(30, *(text[i] for i in band if band[i] == b)) for b in range(2)]
+    plot_h, rows = _bands([22, n * row], gap=gaps)
     data = [
         _heat(hi.x[None], 1, "dim %{x}: %{z:.3f}<extra>x</extra>"),
         _heat(hi.q[None], 2, "dim %{x}: %{z:.3f}<extra>q</extra>"),
@@ -214,8 +213,12 @@ def projections_spec(hi: HeadInside) -> dict:
         _heat(hi.k, 4, "%{y} · dim %{x}: %{z:.3f}<extra>K</extra>", y=keys),
         _heat(hi.v, 5, "%{y} · dim %{x}: %{z:.3f}<extra>V</extra>", y=keys),
     ]
+    # the figure's title over the whole figure, from over the keys' names (a phone's full width: two lines)
+    over_names = round(0.8 * widest_px(keys, FONT_PX))  # (the names' room as drawn: a little less)
     figure_title = _figure_title(f"(a) q = x {_symbol('Q', hi)} + b, K = x {_symbol('K', hi)} + b, "
-                                 f"V = x {_symbol('V', hi)} + b", hi, width=width)
+                                 f"V = x {_symbol('V', hi)} + b", hi, sub_px=FONT_PX,
+                                 width=phone_width(_labels_px(keys)) + over_names)
+    figure_title["xshift"] = -over_names
     titles = [*(_title(text[i], i) for i in columns), figure_title]
     shapes = []
     if hi.kind != "cross":  # the query's own row among the keys
@@ -227,9 +230,9 @@ def projections_spec(hi: HeadInside) -> dict:
                            yref="y4", showarrow=False, font=dict(color="#ffffff"), bgcolor="rgba(70,70,70,0.9)"))
     top = _top(figure_title)
     layout = _layout(plot_h + top + 8, top=top, annotations=titles, shapes=shapes)
-    for i in columns:  # the keys named left of x_kv and of K (V, right of K, shares K's rows)
-        _panel(layout, i, columns[i], rows[band[i]], **(dict(_KEYS_AXIS, showticklabels=i in (3, 4)) if i >= 3
-                                                       else {}))
+    for i in columns:  # the keys named left of x_kv (K and V, right of it, share its rows)
+        keys_axis = dict(_KEYS_AXIS, showticklabels=i == 3, **({"dtick": 1} if row == KEY_ROW_PX else {}))  # (each key)
+        _panel(layout, i, columns[i], rows[band[i]], **(keys_axis if i >= 3 else {}))
     return dict(data=data, layout=layout)
 
 

@@ -9,6 +9,8 @@
    - "As a table" beside it opens the table of the values it draws (th scope col / row) and a CSV download of them;
    - after the visitor's own action (a key, a click), the summaries of the figures it drew are announced once, politely
      (one live region for the page); a figure drawn without one (the page's first run, a time-lapse's tick) is not;
+     a later action's figures replace an earlier one's not yet said, and a cell moved to with the keys (below) is its
+     key's own answer: the figures of an earlier action, drawn or due after it, are not said over it;
    - a figure with a grid (the overview, the close-up, Head analysis's grid) is one Tab stop, a layer over it: the arrow
      keys (Home/End: the row's ends) move a cursor over its cells, each announced, and Enter (or Space) does what a
      click on that cell does (sends the cell's message, as overview.js, inside.js and heads.js send a click's).
@@ -26,20 +28,28 @@
   };
 
   // The visitor's own action arms one announcement: the figures drawn within a moment of the first draw after it.
-  // armed: the time of the visitor's last action; heard: that of the action whose figures were announced last
-  let armed = 0, heard = 0, batch = new Map(), timer = null;  // batch: a figure's block -> what it says (newest)
-  const arm = (ev) => { if (ev.isTrusted !== false && !(ev.key === 'Tab' || ev.key === 'Shift')) armed = Date.now(); };
+  // armed: the time of the visitor's last action (a key that does something by itself); heard: that of the last
+  // action answered (its figures announced, or a cell moved to: ``answered``); action: the one the batch answers.
+  // A figure drawn for a later action than the batch's: the batch, not said yet, gives way to the later action's.
+  let armed = 0, heard = 0, action = 0, batch = new Map(), timer = null;  // batch: a block -> what it says (newest)
+  const QUIET_KEYS = new Set(['Tab', 'Shift', 'Control', 'Alt', 'Meta']);
+  const arm = (ev) => { if (ev.isTrusted !== false && !QUIET_KEYS.has(ev.key)) armed = Date.now(); };
   for (const type of ['keydown', 'click']) document.addEventListener(type, arm, true);
+  const drop = () => { window.clearTimeout(timer); batch = new Map(); timer = null; };
   const announce = (gd, d) => {
     if (armed <= heard || Date.now() - armed > 20000 || gd.offsetParent === null) return;
+    if (timer && action !== armed) drop();
     batch.set(gd.closest('.block') || gd, `${d.name}. ${d.summary}`);
     if (timer) return;
-    const action = armed;
+    action = armed;
     timer = window.setTimeout(() => {
       say([...batch.values()].slice(0, 2).join(' '));
-      heard = action; batch = new Map(); timer = null;
+      heard = action; drop();
     }, 400);
   };
+  // The visitor's last action answered by what it says itself (a cell): the figures an earlier action drew, still
+  // waiting to be said (the moment above) or drawn later, are not said over it
+  const answered = () => { drop(); heard = armed; };
 
   let serial = 0;
   const uid = (what) => `attn-${what}-${++serial}`;
@@ -211,7 +221,10 @@
       at.c = ev.key === 'Home' ? 0 : Infinity;
     }
     const now = place(block);
-    if (now) say(labelOf(now.d, now.b, now.r, now.c));
+    if (now) {
+      answered();
+      say(labelOf(now.d, now.b, now.r, now.c));
+    }
   };
 
   // ------------------------------------------------------------------------------------------- a figure drawn

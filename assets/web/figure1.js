@@ -1,13 +1,14 @@
-/* Architecture, Figure 1: an attention block opens its heatmaps. Reads page.figure1 (the element id of Figure 1),
-   page.blockClick (a hidden textbox) and page.figure1Fit (a checkbox): a click (or Enter, or Space) on a block sends
-   "kind|time" there. Listened for on the document, so redraws need no new hook.
+/* Architecture, Figure 1: an attention block opens its heatmaps. Reads page.figure1 (the element id of Figure 1) and
+   page.blockClick (a hidden textbox): a click (or Enter, or Space) on a block sends "kind|time" there. Listened for on
+   the document, so redraws need no new hook.
 
-   Figure 1 is drawn at the page's width (~1.37× its size at 1280 px: its notes ~14 px, ~1,180 px tall). Asked for
-   (the checkbox), on a wide screen, it is drawn whole on the tab's first screen, the checkbox under it: no wider than
-   the room between its top (the page scrolled to the top) and the checkbox allows at its shape (--figure1-max-width,
-   app.css; measured as the page changes and the window is resized): ~0.46× its size at 1280×720, its notes ~5 px,
-   its blocks' names ~6 px (a block's title says what it is). Not in presentation mode or the lecture (their texts
-   at 16 px or more). */
+   Whole on a wide screen's first screen, legible: Figure 1 (890 × 442 in its viewBox, viz/architecture.py) is drawn
+   at the page's width, or narrower where the room between its top (the page scrolled to the top) and the screen's
+   foot is lower (--figure1-max-width, app.css; measured as the page changes and the window is resized), never under
+   its own size (its smallest notes 9.5 px; tests/helpers/layout.py asks 890 px) nor, in presentation mode, under the
+   scale that draws them at 16 px (12 px there, app.css). At 1280×720: ~1.33× its size, its notes ~12.5 px; in
+   presentation mode ~1.34×, 16 px. On a phone it keeps its own size and scrolls sideways (app.css); in the lecture it
+   takes the page's width (the lecture shows the part its stop is about). */
 (page, {send, onChange}) => {
   const block = (ev) => ev.target.closest && ev.target.closest(`#${page.figure1} [data-attention]`);
   document.addEventListener('click', (ev) => {
@@ -21,17 +22,16 @@
     send(page.blockClick, `${b.dataset.attention}|${Date.now()}`);
   });
 
-  // px: the least height it is fitted to; the gap left under the checkbox; a phone's width (app.css: scrolled sideways)
-  const MIN_ROOM = 320, FOOT = 12, PHONE_PX = 640;
+  // px: the gap left under it; a phone's width (app.css: scrolled sideways); presentation mode's least scale (its
+  // notes at 12 px in the viewBox drawn at 16 px)
+  const FOOT = 8, PHONE_PX = 640, PRESENT_SCALE = 16 / 12;
   const fit = () => {
     const figure = document.getElementById(page.figure1), svg = figure && figure.querySelector('svg.tf-figure');
-    const full = document.getElementById(page.figure1Fit), box = full && full.querySelector('input');
-    document.body.classList.toggle('attn-figure1-fit', !!(box && box.checked));
     if (!svg || !svg.getClientRects().length || !svg.viewBox.baseVal || !svg.viewBox.baseVal.height) return;
-    const {width, height} = svg.viewBox.baseVal, under = full ? full.getBoundingClientRect().height : 0;
-    const drawn = svg.getBoundingClientRect(), below = (full ? full.getBoundingClientRect().top : drawn.bottom) - drawn.bottom;
-    const room = Math.max(MIN_ROOM, innerHeight - (drawn.top + scrollY) - below - under - FOOT);
-    const max = innerWidth > PHONE_PX ? `${Math.floor(room * width / height)}px` : 'none';  // (a phone: scrolled)
+    const {width, height} = svg.viewBox.baseVal, top = svg.getBoundingClientRect().top + scrollY;
+    const least = width * (document.body.classList.contains('attn-present') ? PRESENT_SCALE : 1);
+    const room = Math.max(least, Math.floor((innerHeight - top - FOOT) * width / height));
+    const max = innerWidth > PHONE_PX ? `${room}px` : 'none';
     if (figure.style.getPropertyValue('--figure1-max-width') !== max) figure.style.setProperty('--figure1-max-width', max);
   };
   let queued = false;
@@ -42,5 +42,4 @@
   };
   onChange(later);
   window.addEventListener('resize', later);
-  document.addEventListener('change', (ev) => { if (ev.target.closest(`#${page.figure1Fit}`)) fit(); });
 }

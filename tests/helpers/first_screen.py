@@ -12,19 +12,19 @@ from playwright.sync_api import Page
 from helpers.scripts import still
 
 # Each tab's main figures (the Plot or SVG figure's element ids) that its first screen shows whole. The Lab's is its
-# first figure, Table 3 (A) (its training curves, four panels of ~250 px, are taller than any screen).
+# first figure, Table 3 (A) (its training curves, four panels of ~250 px, are taller than any screen). Inside a head's
+# is its panel (a), for the sentence it opens on (a sentence of more than ~10 keys makes it taller, 17 px a key: it
+# scrolls, viz.inside.projections_spec); Architecture's is Figure 1 (890 × 442 in its viewBox, drawn ~1.3× its size:
+# assets/web/figure1.js). The Model card has no figure.
 MAIN = {
     "attention": ("overview", "detail"),
     "decoding": ("decode-self", "decode-cross"),
     "scaling": ("variance", "histogram"),
+    "inside": ("in-projections",),
     "heads": ("heads-grid",),
+    "architecture": ("figure1",),
     "lab": ("lab-table3a",),
 }
-# … and the figures taller than a 720-px screen at a readable size (measured, not asserted): Inside a head's panel (a)
-# (~700 px: x, then q, K and V of every key, each a labelled strip) and Figure 1 (~1,180 px drawn at the page's width:
-# whole only when fitted to the screen, asked for, its notes then ~5 px: ``FITTED``). The Model card has no figure.
-TALLER = {"inside": ("in-projections",), "architecture": ("figure1",)}
-FITTED = ("figure1",)
 STILL = still(".js-plotly-plot .main-svg, svg text, .prose, [role=tablist]")
 
 # [id, top, bottom] of each figure as drawn now (its SVG and its texts; null until drawn)

@@ -16,7 +16,6 @@ from viz.views.inside_head import PLOT_LABELS as INSIDE_PLOTS
 from viz.views.scaling import LIVE_PLOTS
 
 PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1", "blockClick": "arch-click",
-        "figure1Fit": "figure1-fit",  # Figure 1 fitted to the screen, not at the page's width (figure1.js)
         "layerLabel": LAYER_LABEL, "headLabel": HEAD_LABEL,
         "lines": "lines", "lineMeta": LINE_META, "tokenMeta": TOKEN_META,  # the alignment view (viz.lines)
         "linesRequest": "lines-request",  # the page asks for the alignment view here when it is on screen

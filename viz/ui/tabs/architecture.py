@@ -16,14 +16,13 @@ def build_architecture(page: Page, view: AttentionView) -> None:
     """The tab; a block clicked, or "Show these heatmaps", sets the Attention tab's (``view``) kind and layer."""
     cfg = page.runs.cfg
     with gr.Tab("Architecture", id="architecture") as tab:
-        gr.Markdown(architecture.INTRO)
-        how_to_read("architecture")
+        # Figure 1 first, whole on a wide screen's first screen at a legible size (assets/web/figure1.js: ~1.33× its
+        # size at 1280×720), what it is and how to read it under it
         # js_on_load=None: by default Gradio 6.31.0 gives a gr.HTML a script that makes each click on it a click event;
         # a click on Figure 1 is the page script's (assets/web/figure1.js: block_click).
         figure1 = gr.HTML(figure1_svg(cfg), js_on_load=None, elem_id=PAGE["figure1"])
-        # Figure 1 at the page's width (its smallest text ~13 px), or whole on a wide screen's first screen, this under
-        # it (its notes ~6 px: assets/web/figure1.js)
-        gr.Checkbox(False, label="Fit Figure 1 to the screen (small text)", container=False, elem_id=PAGE["figure1Fit"])
+        gr.Markdown(architecture.INTRO)
+        how_to_read("architecture")
         block_click = click_box(PAGE["blockClick"])
         with gr.Row():
             kind = gr.Dropdown(maps.KIND_CHOICES, value="cross", label="Attention", scale=2, elem_id="arch-kind")

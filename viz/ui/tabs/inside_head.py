@@ -31,7 +31,9 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
     (``view``): a click on a row of its close-up opens this tab on that query. The Why tab's scale factor ``why_factor``
     comes in by this tab's button, or by the Why tab's ``to_inside``, which opens this tab with it."""
     runs, cfg = page.runs, page.runs.cfg
-    with gr.Tab("Inside a head", id="inside") as tab:
+    # On a wide screen the head, the query and the view sit right of panel (a), above the steps' table (app.css): the
+    # panel starts under the tab's introduction, whole on a 1280×720 first screen; stacked on a phone
+    with gr.Tab("Inside a head", id="inside", elem_id="inside-tab") as tab:
         gr.Markdown(inside_view.INTRO)
         how_to_read("inside")
         # The head comes from the Attention tab (a row of its close-up): its choices folded under a button that names
@@ -48,7 +50,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             with gr.Column(scale=1, min_width=160):
                 take = gr.Button("Use the Why tab's scale factor", size="sm", elem_id="in-take-factor")
                 to_why = gr.Button("Why 1/√d_k? →", size="sm", elem_id="in-to-why")
-        with gr.Row(equal_height=True):  # the query and the view side by side: the figures start higher
+        with gr.Row(equal_height=True, elem_id="in-query-row"):  # the query and the view side by side
             query = gr.Radio([], label="Query token", elem_id="in-query", scale=3)
             mode = gr.Radio(matrix_view.VIEWS, value=matrix_view.QUERY, label="View", elem_id="in-view", scale=1,
                             min_width=300)
@@ -58,7 +60,7 @@ def build_inside_head(page: Page, view: AttentionView, why_factor: gr.Slider, to
             return gr.Plot(label=inside_view.PLOT_LABELS[name], elem_id=f"in-{name}")
 
         with gr.Column(elem_id="in-one-query") as one_query:  # panels in reading order (a) → (d), footnote 4 by (b)
-            with gr.Row():
+            with gr.Row(elem_id="in-first-row"):
                 projections, steps = plot("projections"), gr.Markdown(elem_id="in-steps")
             with gr.Row(elem_id="in-scores-row"):
                 scores = plot("scores")
