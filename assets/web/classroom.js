@@ -9,9 +9,9 @@
    The view lives in the URL: page.view maps each query parameter to the element that holds its value (the server
    reads them back when a link is opened: viz.views.attention.share), and the tab shown writes its own view over it
    (page.views: Decoding's layer, head and step, Inside a head's query, …); another tab's own parameters go. Written
-   only once the first view has been drawn, so an opened link is read before it is rewritten; other parameters
-   (Gradio's __theme) are kept. */
-(page, {plotOf, layerOf, headOf, onChange}) => {
+   only once the first view has come (the close-up's figure sent), so an opened link is read before it is rewritten;
+   other parameters (Gradio's __theme) are kept. */
+(page, {plotOf, layerOf, headOf, onChange, figureSent}) => {
   const viewValue = (id) => {
     const root = document.getElementById(id);
     if (!root) return null;
@@ -25,15 +25,12 @@
     if (!box) return null;
     return box.type === 'text' && Object.hasOwn(page.labels, box.value) ? page.labels[box.value] : box.value;
   };
-  const drawn = (id) => {
-    const gd = plotOf(id);
-    return !!(gd && gd.data && gd.data.length);
-  };
   const tabParams = new Set(Object.values(page.views).flatMap((view) => Object.keys(view)));
   let lastQuery = null, ready = false;
   const syncView = () => {
     document.body.classList.toggle('attn-present', viewValue(page.view.present) === '1');
-    ready = ready || drawn(page.detail);  // (the close-up of a tab no longer shown stays in the page, drawn)
+    // (the close-up: sent with the page's first view, whichever tab shows; drawn as its tab shows: draw.js)
+    ready = ready || figureSent(page.detail);
     if (!ready) return;
     const query = new URLSearchParams(location.search);
     const tab = document.querySelector('[role=tablist] [role=tab][aria-selected=true][data-tab-id]');

@@ -249,7 +249,10 @@
     unpark(gd);
     return drawing;
   };
-  Object.assign(shared, {drawParked, drawNear, drawWhenNear});
+  // shared.figureSent(id): a figure was sent to the Plot with that element id (drawn, or waiting to be: a hidden one)
+  const sentTo = new Set();
+  const figureSent = (id) => sentTo.has(id);
+  Object.assign(shared, {drawParked, drawNear, drawWhenNear, figureSent});
   let checking = false;
   shared.onChange(() => {
     if (checking || !parked.size || (shared.drawHeld && shared.drawHeld())) return;
@@ -273,6 +276,8 @@
     const drawn = (gd) => { gd.dispatchEvent(new CustomEvent('attn-drawn', {bubbles: true})); return gd; };
     plotly.react = function (gd, ...rest) {
       if (!(gd instanceof HTMLElement) || !gd.isConnected) return react.call(this, gd, ...rest);
+      const block = gd.closest('[id]');
+      if (block) sentTo.add(block.id);
       return Promise.resolve().then(() => {
         if (!gd.isConnected) return gd;
         const held = shared.drawHeld && shared.drawHeld();

@@ -92,7 +92,7 @@
       if (!changes) return window.Plotly.react(gd, next.data, next.layout, next.config);  // (draw.js tells the page)
       Object.assign(gd, {attnSent: next.layout, attnSentData: next.data, attnSentConfig: next.config});
       // The figure's description (layout.meta: nothing plotly draws reads it, no text of ours being a %{meta}
-      // template) is set in place, not relaid out: plotly replots a figure whose meta changes (its editType "plot").
+      // template) is set in place, not relaid out (its editType is "plot": one more cause of a full replot).
       gd.layout.meta = next.layout.meta;
       if (gd._fullLayout) gd._fullLayout.meta = next.layout.meta;
       return window.Plotly.update(gd, ...changes).then(() => drawn(gd));
