@@ -206,6 +206,7 @@
     if (!p) return;
     parked.delete(gd);
     nearing.unobserve(gd);
+    showing.unobserve(gd);
     p.done(gd.isConnected ? p.job() : gd);
   };
   const nearing = new IntersectionObserver((entries) => entries.forEach((e) => {
@@ -228,10 +229,16 @@
       if (!gd.isConnected || gd.getClientRects().length) unpark(gd);
     }, {timeout: IDLE_MS});
   };
-  const drawShown = () => [...parked.keys()].forEach((gd) => {
+  const drawIfShown = (gd) => {
     if (!gd.isConnected || near(gd)) unpark(gd);
     else if (gd.getClientRects().length) whenIdle(gd);
-  });
+  };
+  const drawShown = () => [...parked.keys()].forEach(drawIfShown);
+  // a parked figure that comes to show (its size from 0: its tab or column shown) is drawn as drawShown would,
+  // whether or not any element of the page changed with it
+  const showing = new ResizeObserver((entries) => entries.forEach(({target: gd}) => {
+    if (parked.has(gd) && !(gd.isConnected && shared.drawHeld && shared.drawHeld())) drawIfShown(gd);
+  }));
   const drawParked = (selector) => {
     const blocks = [...document.querySelectorAll(selector)].map((el) => el.closest('[id]') || el);
     const found = [...parked.keys()].filter((gd) => blocks.some((block) => block.contains(gd)));
@@ -266,6 +273,7 @@
     next.promise = new Promise((resolve) => { next.done = resolve; });
     parked.set(gd, next);
     nearing.observe(gd);
+    showing.observe(gd);
     whenIdle(gd);
     return next.promise;
   };
