@@ -221,6 +221,7 @@ def test_the_why_tab_draws_its_figures_and_a_live_run_keeps_html_as_text(kept: K
     page.wait_for_function(
         f"() => ({GD})('live-changed') && (({GD})('live-changed').layout.yaxis.ticktext || []).length > 20"
         " && document.querySelector('#live-summary').textContent.includes('Translation with')"
+        " && !document.querySelector('#live-summary').textContent.includes('decoding…')"  # the maps come first
     )
     for plot_id in ("live-normal", "live-changed"):
         page.wait_for_function(HAS_HEATMAP, arg=plot_id)

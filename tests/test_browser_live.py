@@ -5,6 +5,7 @@ two maps' titles as their captions, one colour bar for both)."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -27,6 +28,7 @@ SHOWN = """(ids) => Object.fromEntries(ids.map((id) => {
                caption: caption && [...caption.querySelectorAll('.attn-caption-title, .attn-caption-sub')]
                  .map((e) => e.textContent), bars: gd.querySelectorAll('.colorbar').length,
                annotations: (gd.layout.annotations || []).map((a) => a.text), top: gd.layout.margin.t,
+               saved: gd.layout.meta && gd.layout.meta.export && gd.layout.meta.export.title,
                data: gd.data.map((t) => ({x: list(t.x), y: list(t.y), z: list(t.z)}))}];
 }))"""
 
@@ -53,19 +55,27 @@ def test_a_run_is_drawn_in_the_figures_shown_as_the_endpoint_answers(page: Page,
     box = page.get_by_role("textbox", name="English sentence").locator("visible=true")
     box.fill(text)
     page.click("#live-run")
-    page.wait_for_function("(t) => document.querySelector('#live-summary').textContent.includes('Translation with')"
-                           " && document.querySelector('#live-frames textarea').value.length > 0", arg=text)
+    page.wait_for_function("() => { const t = document.querySelector('#live-summary').textContent;"
+                           " return t.includes('Translation with') && !t.includes('decoding…')"
+                           " && document.querySelector('#live-frames textarea').value.includes('exports'); }")
     page.wait_for_function("() => document.querySelector('#live-normal .js-plotly-plot').layout.yaxis.ticktext"
                            ".join(' ').includes('beach')")
     page.evaluate(still("#live-normal .js-plotly-plot, #live-changed .js-plotly-plot, #live-entropy .js-plotly-plot"))
     shown = page.evaluate(SHOWN, list(LIVE_PLOTS))
     factor = float(page.locator("#scale-factor input[type=number]").input_value())
     answer = Client(server, verbose=False).predict(text, factor, "encoder_self", 1, api_name="/scaling_live")
+    said = page.inner_text("#live-summary")  # the translations as the endpoint's, once the decodes are done
+    lines = re.findall(r"\*\*Translation (?:with|as) [^*]+:\*\* ([^\n]+)", answer[3])
+    assert len(lines) == 2 and "decoding" not in said
+    for line in lines:
+        assert line.replace("*", "").replace("\\", "") in said
     for plot_id, payload in zip(LIVE_PLOTS, answer[:3], strict=True):
         sent = figure(payload)
         drawn = shown[plot_id]
         assert drawn["marked"], f"{plot_id}: a new element, not the figure shown"
         assert drawn["annotations"] == [a["text"] for a in sent["layout"].get("annotations", [])], plot_id
+        # drawn from the encoder alone before the decodes ended: saved, it names the translation all the same
+        assert drawn["saved"] == sent["layout"]["meta"].get("export", {}).get("title"), plot_id
         if plot_id == "live-entropy":  # as answered, with its colour bar
             assert drawn["title"] is None and drawn["bars"] == 1 and drawn["top"] == sent["layout"]["margin"]["t"]
         else:  # its title as its caption, above it in the page's text; no colour bar of its own (one for both)

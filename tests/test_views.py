@@ -5,6 +5,7 @@ Every number a figure shows is checked against the model's own maps, recomputed 
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -301,6 +302,46 @@ def test_the_page_shows_a_runs_maps_with_their_captions_and_one_colour_bar_for_b
     assert re.findall(r'left: ([\d.]+)%">([\d.]+)<', bar) == [(f"{v * 100:g}", f"{v:g}") for v in WEIGHT_TICKS]
 
 
+def test_the_pages_run_sends_its_maps_before_the_decodes_and_ends_where_the_endpoint_does(translator):
+    """viz.views.scaling.live_stream: for encoder self-attention a run not cached comes in two answers — the three
+    figures from the encoder alone (what the endpoint's live_view draws, number for number), the translations still
+    "decoding…" — then the summary as the endpoint's, and each map's export title (it names the translation). A
+    cached run, or a kind that reads the translation, is one answer, live_frames(live_view(…)) as it was."""
+    cfg, runs = translator.cfg, Runs(translator)
+    ran = []
+
+    def source(text, scale):
+        ran.append(("source", scale))
+        return runs.source_attention(text, scale)
+
+    stream = functools.partial(scaling.live_stream, cfg, runs.attention, runs.trained, both=runs.trained_and_scaled,
+                               source=source, cached=runs.has_attention)
+    first, last = stream(TEXT, 0.5, "encoder_self", 2)
+    endpoint = scaling.live_view(cfg, runs.attention, runs.trained, TEXT, 0.5, "encoder_self", 2)
+    assert ran == [("source", 0.5)]  # as trained and changed, one batch
+    sent, whole = json.loads(first[0]), json.loads(scaling.live_frames(endpoint)[0])
+    assert list(sent["figures"]) == list(scaling.LIVE_PLOTS) and sent["captions"] == whole["captions"]
+    for plot_id in scaling.LIVE_PLOTS:
+        a, b = sent["figures"][plot_id], whole["figures"][plot_id]
+        np.testing.assert_allclose(array(a["data"][0]["z"]), array(b["data"][0]["z"]), atol=1e-6)
+        assert a["data"][0]["y"] == b["data"][0]["y"], plot_id
+    assert first[1].count(scaling.DECODING) == 2 and "Translation as trained" in first[1]
+    done = json.loads(last[0])
+    assert "figures" not in done and last[1] == endpoint[3]
+    assert done["exports"] == {plot_id: whole["figures"][plot_id]["layout"]["meta"]["export"]["title"]
+                               for plot_id in scaling.LIVE_PLOTS[:2]}
+    translation = runs.trained(TEXT).translation
+    assert html.escape(translation or "(empty)") in done["exports"]["live-normal"]
+    # now cached (and any kind that reads the translation): one answer, the maps with the translations
+    for kind in ("encoder_self", "cross"):
+        ran.clear()
+        (only,) = stream(TEXT, 0.5, kind, 1)
+        assert ran == [] and only[1] == scaling.live_view(cfg, runs.attention, runs.trained, TEXT, 0.5, kind, 1)[3]
+        assert set(json.loads(only[0])["figures"]) == set(scaling.LIVE_PLOTS)
+    with pytest.raises(ValueError, match="Unknown attention kind"):
+        next(stream(TEXT, 0.5, "all", 1))
+
+
 def test_runs_cache_the_trained_model(translator):
     """(On a ZeroGPU Space only the ablation's sample is lent a GPU: tests/test_zerogpu.py.)"""
     runs = Runs(translator)
@@ -324,3 +365,16 @@ def test_where_the_changed_model_translates_the_same_the_page_points_at_the_maps
     assert "**The same translation**" in summary and "the heads are sharper" in summary
     assert shipped.attention(attention.DEFAULT_SOURCE, scale=1.0).translation == \
         shipped.attention(attention.DEFAULT_SOURCE).translation
+
+
+def test_the_encoder_alone_gives_the_maps_a_whole_run_gives(translator):
+    """Translator.source_attention: encoder self-attention at several scales in one batch, each row as
+    attention(text, scale=…) gives it; no translation, no decoder rows. Runs caches the pair read-only."""
+    normal, changed = translator.source_attention(TEXT, (None, 0.5))
+    for result, scale in ((normal, None), (changed, 0.5)):
+        whole = translator.attention(TEXT, scale=scale)
+        np.testing.assert_allclose(result.encoder_self, whole.encoder_self, atol=1e-6)
+        assert result.source_tokens == whole.source_tokens and result.scale == whole.scale
+        assert result.translation == "" and result.target_tokens == [] and result.cross.shape[2] == 0
+    pair = Runs(translator).source_attention(TEXT, 0.5)
+    assert all(not result.encoder_self.flags.writeable for result in pair)

@@ -24,7 +24,17 @@
       sub.textContent = subtitle;
     }
   };
-  const draw = ({figures, captions}) => {
+  // A run's last part (viz.views.scaling.live_stream: the maps came first, from the encoder alone): each map's export
+  // title, which names the translation, written into the figure drawn (or waiting): read when the map is saved.
+  const exported = (exports) => {
+    for (const [id, title] of Object.entries(exports)) {
+      const gd = plotOf(id), layouts = [waiting.get(id)?.layout, gd?.attnSent && gd.layout, gd?.attnSent];
+      layouts.forEach((layout) => { if (layout?.meta?.export) layout.meta.export.title = title; });
+    }
+  };
+  const draw = ({figures, captions, exports}) => {
+    if (exports) exported(exports);
+    if (!figures) return;
     Object.entries(captions || {}).forEach(([id, lines]) => caption(id, lines));
     const now = {};
     for (const id of page.livePlots) {

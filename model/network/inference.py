@@ -290,6 +290,29 @@ class Translator:
         )
 
     @torch.inference_mode()
+    def source_attention(self, text: str, scales: Sequence[float | None] = (None,)) -> list[AttentionResult]:
+        """The encoder's self-attention of ``text`` alone, no decode (a few ms, where a greedy decode takes tens), at
+        each of ``scales`` (None = the model's 1/sqrt(d_k)), one batch row each: ``encoder_self`` as
+        ``attention(text, scale=scale)`` gives it (within float rounding); no translation yet (``translation``
+        empty, no target tokens, decoder maps of 0 rows). What a view of encoder self-attention can draw before the
+        translation is known (the Why tab's run)."""
+        warnings: list[str] = []
+        text, src_ids = self._ids(text, "source sentence", warnings)
+        maps = AttentionMaps()
+        scale = row_scales(scales, self.cfg, self.model.embed.weight) if len(scales) > 1 else scales[0]
+        self.model.encode(padded([src_ids] * len(scales), self.cfg.pad_id, self.device), scale, maps)
+        tokens = self.tokenizer.pieces(src_ids[:-1]) + [EOS_PIECE]
+        results = []
+        for row, encoder in zip(scales, _per_row(maps.encoder_self), strict=True):  # (L, H, S, S) each
+            layers, heads, s, _ = encoder.shape
+            results.append(AttentionResult(
+                source_text=text, translation="", source_tokens=tokens, target_tokens=[], encoder_self=encoder,
+                decoder_self=np.zeros((layers, heads, 0, 0), np.float32), cross=np.zeros((layers, heads, 0, s),
+                                                                                            np.float32),
+                scale=float(self.cfg.scale if row is None else row), warnings=list(warnings)))
+        return results
+
+    @torch.inference_mode()
     def attention_batch(self, rows: Sequence[Encoded], scale: float | Sequence[float | None] | None = None
                         ) -> list[AttentionResult]:
         """``attention`` for many sentences at once: one ``AttentionResult`` per row, the same as each alone gives

@@ -74,13 +74,16 @@ class SessionResult:
 
 
 def read_only(value: Any) -> Any:
-    """``value`` with the numpy arrays among its dataclass fields made read-only (a cached value is shared by
-    every session: a presenter that wrote into it would change what others see)."""
+    """``value`` with the numpy arrays among its dataclass fields (and its items') made read-only (a cached value is
+    shared by every session: a presenter that wrote into it would change what others see)."""
     if isinstance(value, np.ndarray):
         value.flags.writeable = False
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             read_only(getattr(value, f.name))  # arrays, and the arrays of nested results
+    elif isinstance(value, tuple | list):
+        for item in value:
+            read_only(item)
     return value
 
 
@@ -151,6 +154,17 @@ class Runs:
         changed = self.cached(("attention", *scaled), lambda: both[1] if both else self._attention(
             scaled.text, None, scaled.scale))
         return normal, changed
+
+    def source_attention(self, text: str, scale: float | None = None) -> tuple[AttentionResult, AttentionResult]:
+        """``Translator.source_attention`` as trained and at ``scale``: the encoder's self-attention alone, no
+        decode, both in one batch; cached."""
+        key = AttentionKey.of(text, None, scale)
+        return self.cached(("source", key.text, key.scale),
+                           lambda: tuple(self.translator.source_attention(key.text, (None, key.scale))))
+
+    def has_attention(self, text: str, scale: float | None = None) -> bool:
+        """Whether ``attention(text, scale=scale)`` is in the cache (its answer would need no model run)."""
+        return ("attention", *AttentionKey.of(text, None, scale)) in self.cache
 
     def lab_attention(self, text: str, run: str) -> AttentionResult:
         """A lab sibling's attention for ``text`` (greedy, as ``attention``), or the shipped model's for

@@ -109,14 +109,20 @@ def _shown(value):
 
 
 def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, notice: gr.Markdown, api_name: str,
-                 page_outputs: list | None = None, to_page: Callable | None = None, **event):
+                 page_outputs: list | None = None, to_page: Callable | None = None, stream: Callable | None = None,
+                 **event):
     """Wire ``present`` (``args`` bound first) twice, both in one queue: as the endpoint ``api_name`` for scripts
     (``listener``: bad input is an error with its message), an event with no trigger on the page; and for the
     page's ``triggers`` with one more output, ``notice``: there a bad input leaves the other outputs as they are —
     the last good view stays, with no red "Error" badges over it — and the notice says what to change; a good run
     clears it. The page's outputs may differ from the endpoint's: ``page_outputs``, given ``to_page(answer)`` (e.g.
-    figures as JSON for the page to draw in those it shows). Returns the page's event (to chain on)."""
+    figures as JSON for the page to draw in those it shows), or ``stream``, a generator of the page's outputs in
+    ``present``'s place (answers in parts: the first drawn while the rest is computed). Returns the page's event (to
+    chain on)."""
     gr.on([], listener(present, *args), inputs, outputs, api_name=api_name, concurrency_id=api_name, **event)
+    if stream is not None:
+        return gr.on(triggers, _streamed(stream, *args, n_outputs=len(page_outputs)), inputs, [*page_outputs, notice],
+                     api_visibility="private", concurrency_id=api_name, show_progress="minimal", **event)
     if to_page is not None:  # (before ``listener`` turns the answer's figures into Plot values)
         present = functools.wraps(present)(lambda *values, _present=present: to_page(_present(*values)))
     run = listener(present, *args)
@@ -133,6 +139,23 @@ def page_and_api(triggers: list, present, *args, inputs: list, outputs: list, no
 
     return gr.on(triggers, on_page, inputs, [*shown, notice], api_visibility="private", concurrency_id=api_name,
                  show_progress="minimal", **event)
+
+
+def _streamed(stream: Callable, *args, n_outputs: int):
+    """``page_and_api``'s page event for a generator ``stream`` (``n_outputs`` outputs): each of its answers with
+    the notice cleared; bad input (a ValueError at any point) a notice, the figures left as they were."""
+    fn = functools.partial(stream, *args)
+
+    def on_page(*inputs):
+        try:
+            for out in fn(*(value.get() if isinstance(value, SessionResult) else value for value in inputs)):
+                yield *map(_shown, out), ""
+        except (ValueError, gr.Error) as exc:
+            notice = md_escape(html.unescape(exc.message) if isinstance(exc, gr.Error) else str(exc))
+            yield *(gr.skip(),) * n_outputs, f"⚠️ {notice} {STALE}"
+
+    on_page.__name__, on_page.__doc__, on_page.__wrapped__ = stream.__name__, stream.__doc__, fn
+    return on_page
 
 
 def unless_drawn(present: Callable, n_outputs: int) -> Callable:

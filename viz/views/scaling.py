@@ -17,7 +17,7 @@ import html
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache, wraps
 from typing import TYPE_CHECKING
 
@@ -156,7 +156,14 @@ def live_view(
     # The changed model on the trained model's translation: encoder self-attention reads the source alone, so that
     # the changed model's own run has its maps (no third pass: ~14 ms of a run's ~100 on the server).
     forced = changed if kind == "encoder_self" else attention(text, normal.translation or None, scale=factor)
-    changed_translation = changed.translation
+    *figs, entropies = _run_figures(cfg, normal, forced, kind, layer, factor)
+    return *figs, _summary(cfg, factor, normal.translation, changed.translation, *entropies)
+
+
+def _run_figures(cfg: TransformerConfig, normal: AttentionResult, forced: AttentionResult, kind: str, layer: int,
+                 factor: float) -> tuple[Figure, Figure, Figure, tuple[np.ndarray, np.ndarray]]:
+    """A run's two maps (as trained, and changed on the same target) and its entropy per head; the two (L, H)
+    entropies."""
     label = factor_label(factor, cfg.d_k)
     # each map's colour bar says what it shows in the subtitle, not in a title of its own (_where_below)
     plots = (_where_below(head_plot(normal, kind, layer, MEAN, f"trained: × 1/√{cfg.d_k} = {cfg.scale:.3g}",
@@ -164,14 +171,56 @@ def live_view(
              _where_below(head_plot(forced, kind, layer, MEAN, f"changed: {label}", "scale_changed", bar_title="")))
     ent_normal = footnote4.attention_entropy(normal.maps(kind))  # (L, H)
     ent_changed = footnote4.attention_entropy(forced.maps(kind))
-    labels = (f"× 1/√d_k = {cfg.scale:.3g}", label)
-    entropy = entropy_figure(ent_normal, ent_changed, labels)
-    summary = (f"**Translation with {label}:** {changed_translation or '(empty)'}\n\n"
-               f"**Translation as trained:** {normal.translation or '(empty)'}\n\n"
-               + same_translation_note(factor, cfg.scale, changed_translation, normal.translation, ent_normal,
-                                       ent_changed)
-               + figures.entropy_comparison_text(ent_normal, ent_changed))
-    return *plots, entropy, summary
+    entropy = entropy_figure(ent_normal, ent_changed, (f"× 1/√d_k = {cfg.scale:.3g}", label))
+    return *plots, entropy, (ent_normal, ent_changed)
+
+
+DECODING = "*decoding…*"  # a translation not there yet (live_stream's first answer)
+
+
+def _summary(cfg: TransformerConfig, factor: float, normal: str | None, changed: str | None, ent_normal,
+             ent_changed) -> str:
+    """The run's Markdown: both translations (None: still decoding), the same-translation note, the entropies."""
+    label = factor_label(factor, cfg.d_k)
+    shown = [DECODING if t is None else (t or "(empty)") for t in (changed, normal)]
+    note = "" if None in (normal, changed) else same_translation_note(factor, cfg.scale, changed, normal,
+                                                                       ent_normal, ent_changed)
+    return (f"**Translation with {label}:** {shown[0]}\n\n**Translation as trained:** {shown[1]}\n\n"
+            + note + figures.entropy_comparison_text(ent_normal, ent_changed))
+
+
+def live_stream(
+    cfg: TransformerConfig,
+    attention: Callable[..., AttentionResult],
+    trained: Callable[[str], AttentionResult],
+    text: str,
+    factor,
+    kind: str,
+    layer,
+    *,
+    both: Callable[[str, float], tuple[AttentionResult, AttentionResult]],
+    source: Callable[[str, float], tuple[AttentionResult, AttentionResult]],
+    cached: Callable[[str, float | None], bool],
+) -> Iterator[tuple[str, str]]:
+    """The page's run (``live_view``'s, as ``live_frames`` gives it to the page): encoder self-attention reads the
+    source alone, so where the run is not cached its three figures come first, from the encoder at both scales
+    (``source(text, factor)``: as trained and changed, one batch, a few ms), then the two translations once the
+    greedy decodes are done (tens of ms more: the page draws the maps meanwhile), with each map's export title,
+    which names the translation (``meta.export.title``; the page writes it into the figure drawn). Other kinds, or
+    a cached run: one answer."""
+    kind, layer, _ = check_view(cfg, kind, layer)
+    factor = snapped(factor, cfg.d_k)
+    if kind != "encoder_self" or (cached(text, None) and cached(text, factor)):
+        yield live_frames(live_view(cfg, attention, trained, text, factor, kind, layer, both=both))
+        return
+    normal, changed = source(text, factor)
+    *figs, entropies = _run_figures(cfg, normal, changed, kind, layer, factor)
+    yield live_frames((*figs, _summary(cfg, factor, None, None, *entropies)))
+    *done, summary = live_view(cfg, attention, trained, text, factor, kind, layer, both=both)
+    exports = {plot_id: figure["layout"]["meta"]["export"]["title"] for plot_id, figure in zip(LIVE_PLOTS, done)
+               if "export" in figure["layout"].get("meta", {})}
+    yield json.dumps({"exports": exports, "answer": time.monotonic_ns()}, separators=(",", ":"),
+                     ensure_ascii=False), summary
 
 
 @lru_cache(maxsize=32)
@@ -287,3 +336,4 @@ variance_checked = checked(variance_view, log2_dk=check_log2_dk, seed=check_seed
 saturation_checked = checked(saturation_view, log2_dk=check_log2_dk, n_keys=check_n_keys, factor=check_tab_factor,
                              seed=check_seed)
 live_checked = checked(live_view, text=check_text, factor=check_tab_factor)
+live_stream_checked = checked(live_stream, text=check_text, factor=check_tab_factor)

@@ -119,12 +119,16 @@ def trained_model_section(page: Page, tab: gr.Tab, factor: gr.Slider) -> gr.Butt
     # the two greedy decodes of a run (as trained, and with the factor) as one batch (Runs.trained_and_scaled)
     live = functools.update_wrapper(functools.partial(scaling.live_checked, both=runs.trained_and_scaled),
                                     scaling.live_checked)
+    # the page's run: its maps from the encoder alone first, drawn while the two decodes run (scaling.live_stream)
+    stream = functools.update_wrapper(functools.partial(
+        scaling.live_stream_checked, both=runs.trained_and_scaled, source=runs.source_attention,
+        cached=runs.has_attention), scaling.live_stream_checked)
     frames = hidden_box(PAGE["liveFrames"])  # drawn in the figures shown (live.js)
     # Every control that changes what these maps mean redraws them (the slider sits far above: never a stale picture).
     # The endpoint answers the figures as they are; the page gets them as JSON (scaling.live_frames).
     page_and_api([run_btn.click, text.submit, opened.change, factor.change, kind.change, layer.change], live, cfg,
                  runs.attention, runs.trained, inputs=[text, factor, kind, layer],
                  outputs=[normal, changed, entropy, summary], notice=live_notice, api_name="scaling_live",
-                 page_outputs=[frames, summary], to_page=scaling.live_frames, preprocess=False,
+                 page_outputs=[frames, summary], stream=stream, preprocess=False,
                  trigger_mode="always_last", show_progress_on=[normal, changed, entropy, summary])
     return to_inside
