@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from viz.ui.wiring import (
     PRIVATE,
+    WHILE_MOVING,
     Page,
     hidden_box,
     how_to_read,
@@ -14,6 +17,7 @@ from viz.ui.wiring import (
     listener,
     on_link,
     sentence_box,
+    unless_moving,
     warn,
 )
 from viz.views import decode_steps as decoding
@@ -58,8 +62,11 @@ def build_decoding(page: Page) -> None:
         how_to_read("decoding")
     view, choices = [status, top5, self_row, cross_row], [decoded, step, layer, head, predict]  # DecodeStepView
     started = [decoded, step, revealed, *view, frames]  # decoding.start
-    tab.select(listener(decoding.follow, steps), [page.result, followed, layer, head, predict],
-               [source, followed, *started], **PRIVATE)
+    # (not while a lecture's move is on its way: the move brings the tab's view, ``unless_moving``; it had drawn the
+    # tab's three figures a second time, after a second round trip)
+    tab.select(listener(unless_moving(functools.partial(decoding.follow, steps), 2 + len(started))),
+               [page.lecture_go, page.result, followed, layer, head, predict], [source, followed, *started],
+               js=WHILE_MOVING, **PRIVATE)
     gr.on([run_btn.click, source.submit], listener(decoding.start, steps), [source, layer, head, predict], started,
           **PRIVATE)
     # A step, or a Reveal, is drawn in the browser from every step's view (assets/web/decoding.js): no round trip.
