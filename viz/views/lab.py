@@ -8,8 +8,10 @@ says. Gradio-free.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -258,21 +260,32 @@ def _check_layer(value, n_layers: int, mean_ok: bool = False) -> int:
 
 
 def curves_plot(lab, kind, layer, names) -> tuple[Figure, str]:
-    """The chosen runs' curves for one kind of attention and one layer (0: their mean), with what they say."""
+    """The chosen runs' curves for one kind of attention and one layer (0: their mean), with what they say. Built
+    once per choice (~80 ms of plotly on a 2-core machine: a lecture's stop 6 built it at every visit), each call a
+    copy of its own."""
     payload = lab.runs_payload()
     if not payload["runs"]:
         raise ValueError("no lab run is shipped yet")
     kind = inputs.check_kind(kind)
     layer = _check_layer(layer, payload["runs"][0]["config"]["n_layers"], mean_ok=True)
-    chosen = [r for r in payload["runs"] if r["name"] in check_names(lab, names)]
+    chosen = tuple(r["name"] for r in payload["runs"] if r["name"] in check_names(lab, names))
     if not chosen:
         raise ValueError("choose at least one run to draw")
+    figure, text = _curves_built(lab, kind, layer, chosen)
+    return Figure(json.loads(figure)), text
+
+
+@lru_cache(maxsize=64)  # (a choice's figure is ~55 kB: ~3.5 MB at most; the shipped runs do not change)
+def _curves_built(lab, kind: str, layer: int, names: tuple[str, ...]) -> tuple[str, str]:
+    """``curves_plot``'s figure, as JSON text, and its note."""
+    payload = lab.runs_payload()
+    chosen = [r for r in payload["runs"] if r["name"] in names]
     notes = [early_gradients(payload, lab.records, s, u, kind) for s, u in (("h1", "h1-unscaled"),
                                                                              ("h8", "h8-unscaled"))]
     britz = ("Britz et al. (2017), newstest2013 BLEU at d = " + " / ".join(map(str, BRITZ_DIMS)) + ": dot product "
              + " / ".join(map(str, BRITZ_DOT)) + ", additive " + " / ".join(map(str, BRITZ_ADDITIVE)) + ".")
     text = " ".join([CURVES_NOTE, *(n for n in notes if n), britz])
-    return finish_figure(curves_figure(chosen, kind, layer), "lab_curves"), text
+    return json.dumps(finish_figure(curves_figure(chosen, kind, layer), "lab_curves")), text
 
 
 def compare(runs, text, left, right, kind) -> tuple[str, Figure, str, Figure]:
