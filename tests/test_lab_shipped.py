@@ -168,13 +168,15 @@ def test_each_live_sibling_is_its_recorded_weights_and_attends_as_its_forward_pa
 
 
 def test_the_readmes_lab_results_are_what_the_shipped_statistics_say(lab):
-    """The README's lab results, claim by claim, as statistics.json (recomputed above) gives each verdict."""
+    """The README's lab results, claim by claim, as statistics.json (recomputed above) gives each verdict: once
+    decided, with its difference and 95 % interval."""
     text = (LAB.parents[1] / "README.md").read_text(encoding="utf-8")
     assert readme_section(lab.statistics, len(lab.records)) in text  # as `python -m model.lab export` writes it
     readme = " ".join(text.split())
     for c in lab.statistics["claims"]:
-        why = f" — {c['why']}" if c["verdict"] == "not decided yet" else ""
-        assert f"{c['title']}: {c['verdict']}{why}." in readme, c["title"]
+        said = (f" — {c['why']}." if c["verdict"] == "not decided yet" else f" ({c['a']} − {c['b']}: "
+                f"{c['difference']:+.2f} BLEU, 95 % interval [{c['low']:+.2f}, {c['high']:+.2f}];")
+        assert f"{c['title']}: {c['verdict']}{said}" in readme, c["title"]
 
 
 def test_what_the_tab_says_of_step_0_and_of_each_runs_factor_is_in_the_files(lab):

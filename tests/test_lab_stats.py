@@ -93,6 +93,13 @@ def test_statistics_of_a_folder_of_translations(tmp_path):
     assert f4["why"] == "h1-unscaled has 1 of 3 seeds; h1 has 2 of 3 seeds with translations (the rest are training)"
     assert claims["footnote4_24"]["why"] == "no run of h8-unscaled ships translations"
     assert claims["table3a_best"]["b"] == "h8"  # the only other h here
+    assert claims["table3a_best"]["why"] == claims["table3a_base"]["why"] == (
+        "h1 has 2 of 3 seeds with translations (the rest are training)")
+    records["h2"] = record("h2", 1, 2)  # another h trained, no translations yet: the best cannot be picked yet
+    best = {c["key"]: c for c in statistics(tmp_path, records, resamples=100)["claims"]}["table3a_best"]
+    assert best["verdict"] == "not decided yet" and best["why"] == (
+        "h1 has 2 of 3 seeds with translations (the rest are training); the best h is picked among all of them: h2 "
+        "has 0 of 3 seeds with translations")
     collapsed = stats["collapse"]["h1-unscaled"]
     assert collapsed["step"] == 800 and collapsed["distinct"]["beam4"] == 1
     assert setting_of("h1-unscaled-seed3") == "h1-unscaled" and setting_of("h16") == "h16"

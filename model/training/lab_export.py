@@ -186,12 +186,19 @@ def _seeds(n: int) -> str:
     return {1: "one seed", 2: "both seeds"}.get(n, f"all {n} seeds")
 
 
+def _claim_sentence(c: dict) -> str:
+    """A claim's verdict, with its difference and interval once decided (else why not yet)."""
+    if c["verdict"] == "not decided yet":
+        return f"{c['title']}: {c['verdict']} — {c['why']}."
+    return (f"{c['title']}: {c['verdict']} ({c['a']} − {c['b']}: {c['difference']:+.2f} BLEU, 95 % interval "
+            f"[{c['low']:+.2f}, {c['high']:+.2f}]; {len(c['seeds_a'])} and {len(c['seeds_b'])} seeds).")
+
+
 def readme_section(stats: dict, shipped: int, indent: str = "  ") -> str:
     """The README's lab sentences (in its Lab item, ``indent``-ed): each claim's verdict (and why not yet), and the
     collapse without 1/√d_k at d_k = 192, all from ``stats`` (``statistics``); ``shipped``: how many runs ship."""
     words = [f"Today, with {shipped} of {len(SIBLINGS)} runs shipped and {len(stats['runs'])} with translations:"]
-    words += [f"{c['title']}: {c['verdict']}" + (f" — {c['why']}." if c["verdict"] == "not decided yet" else ".")
-              for c in stats["claims"]]
+    words += [_claim_sentence(c) for c in stats["claims"]]
     collapse = [c for c in stats.get("collapse", {}).values() if c["setting"] == "h1-unscaled"]
     if collapse:
         steps = " / ".join(str(step) for step in sorted({c["step"] for c in collapse}))
