@@ -187,8 +187,8 @@ def take_sentence(result: AttentionResult | None, followed: str, stamp: str) -> 
 # ``steps(text)`` is the app's cached ``Runs.steps``. The tab keeps the sentence it shows (``text``), the one it
 # took over from the Attention tab (``followed``), whether this step was revealed, and every step's view for the
 # layer and head shown (``step_frames``), then for every head of that layer (``held_heads``): the page draws another
-# step, a Reveal or another head from those without a round trip (assets/web/decoding.js). "Predict, then reveal" (``predict``) hides each new step's next token until the Reveal
-# button. Outputs in the order the tab lists them.
+# step, a Reveal or another head from those without a round trip (assets/web/decoding.js). "Predict, then reveal"
+# (``predict``) hides each new step's next token until the Reveal button. Outputs in the order the tab lists them.
 Steps = Callable[[str], "DecodeSteps"]
 N_START = 4 + len(DecodeStepView._fields)  # what ``start`` returns
 
