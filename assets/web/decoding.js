@@ -5,11 +5,12 @@
    window.attnDecodeStep(frames, held, step, shown, head): a step drawn without a round trip. The server sends every
    step's view for the layer and head shown in one answer (viz.views.decode_steps.step_frames: JSON of step 1's view
    and each step's changes from it, revealed and hidden, and the head's rows and Markdown), and then, once those came,
-   every head's for the same layer (held: decode_steps.held_heads; "" for a long sentence). This returns the step's
-   outputs as the listener lists them (assets/web/events.js: decodeStep, decodeReveal): [revealed, Markdown, top 5,
-   self row, cross row], each figure as the value of a Gradio Plot, for the head chosen: from the frames held for
-   every head where they are for the sentence and layer shown, else from the frames shown (their own head: a head's
-   call to the server is on its way).
+   every head's for the same layer (held: decode_steps.held_heads, "" for a long sentence; asked for at page.decodeHold
+   once the page is idle after a view's frames came: window.attnDecodeFrames). This returns the step's outputs as the
+   listener lists them (assets/web/events.js: decodeStep, decodeReveal): [revealed, Markdown, top 5, self row, cross
+   row], each figure as the value of a Gradio Plot, for the head chosen: from the frames held for every head where
+   they are for the sentence and layer shown, else from the frames shown (their own head: a head's call to the server
+   is on its way).
 
    window.attnDecodeHead(frames, held, step, predict, revealed, head): a head chosen, drawn from the frames held for
    every head (a reveal holds), without the top 5 (the same for every head); where none are held for the view shown,
@@ -41,6 +42,18 @@
     view[0] = shown ? markdown : hidden;
     const [text, ...figures] = view;
     return [text, ...figures.map((figure) => ({type: 'plotly', plot: JSON.stringify(figure)}))];
+  };
+  // A view's frames came (a sentence, a layer, a head the server drew): every head's frames for its sentence and
+  // layer asked for once the page is idle (its figures drawn first), unless they were asked for already.
+  let asked = null;
+  window.attnDecodeFrames = (framesText) => {
+    if (!framesText) return;
+    (window.requestIdleCallback || setTimeout)(() => {
+      const shown = parse(framesText), key = JSON.stringify([shown.text, shown.layer]);
+      if (key === asked) return;
+      asked = key;
+      send(page.decodeHold, `${shown.layer},${Date.now()}`);
+    }, {timeout: 1000});
   };
   window.attnDecodeStep = (framesText, heldText, step, shown, head) => {
     const found = framesFor(framesText, heldText, head);

@@ -12,6 +12,8 @@
   decodeStep: (frames, held, step, predict, head) => window.attnDecodeStep(frames, held, step, !predict, head),
   decodeReveal: (frames, held, step, head) => window.attnDecodeStep(frames, held, step, true, head).slice(0, 3),
   decodeHead: (...inputs) => window.attnDecodeHead(...inputs),
+  // … and every head's view of the layer shown asked for once the page is idle (assets/web/decoding.js).
+  decodeFrames: (frames) => window.attnDecodeFrames(frames),
   // Head analysis: the statistic's grid drawn from every statistic's grid the page holds (assets/web/heads.js).
   headsStat: (frames, stat) => window.attnHeadsStat(frames, stat),
   // Inside a head: a new query's figures drawn in the figures shown (assets/web/inside.js).
