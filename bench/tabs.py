@@ -8,7 +8,8 @@ runs from the click's pointerdown to the last of its figures drawn (the page scr
 the echo is clicked. The interactions:
 
 * Decoding: a step (Next ▶, then ◀ Previous: drawn in the page from every step's view it holds, no round trip), its
-  Reveal (predict, then reveal; no round trip either) and a head (a round trip: every step's view for that head);
+  Reveal (predict, then reveal; no round trip either) and a head (no round trip either: drawn from every head's view of
+  the layer, which the page asks for once it is idle after a view came; the steps clicked first leave it time);
 * Inside a head: a new query (no round trip: drawn from every query's panels of the head, which the page holds once
   the view is drawn; every panel drawn in the figure shown, only what changed: ``assets/web/inside.js``); timed to
   the panels in the view at the click (the page draws the others as they come near the view or once it is idle), and

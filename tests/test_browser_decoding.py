@@ -18,9 +18,13 @@ from playwright.sync_api import Page
 
 from bench.browser import DOT, LINES_WORDS
 from bench.common import words
+from viz.views.decode_steps import HELD_STEPS
 
 TAB_LABELS = {"attention": "Attention", "decoding": "Decoding, step by step"}
 LONG_TEXT = words(LINES_WORDS)  # 60 SentencePiece tokens with EOS (the shipped model's tokenizer)
+# a sentence of more than HELD_STEPS steps (21) in the shipped model's translation
+LONG_SENTENCE = ("A group of young children in colorful uniforms are playing soccer on a large green field next to a "
+                 "school.")
 
 STATUS = "() => document.querySelector('#decode-status')?.textContent || ''"
 N_BARS = f"(id) => {{ const gd = ({GD})(id); return gd ? gd.data.filter(t => t.type === 'bar').length : -1; }}"
@@ -161,6 +165,55 @@ def test_predict_then_reveal_hides_the_next_token_until_reveal(kept: KeptPages, 
     page.wait_for_function(f"() => ({N_BARS})('decode-top5') === 0")
     page.get_by_label("Predict, then reveal").uncheck()
     wait_status(page, r"Next token: (?!hidden)\S")
+
+
+def rows_show(page: Page, *parts: str) -> None:
+    """Until both attention rows' titles show every one of ``parts``."""
+    page.wait_for_function(f"(parts) => ['decode-self', 'decode-cross'].every(id => parts.every(p => ({TITLE})(id)"
+                           ".includes(p)))", arg=list(parts))
+
+
+def test_a_head_is_drawn_from_the_views_the_page_holds_and_beyond_them_asked_of_the_server(kept: KeptPages,
+                                                                                             server: str):
+    """Once a view is drawn the page holds every head's view of its layer (decode_steps.held_heads): a head chosen is
+    drawn with no call to the server, as the server draws it, and a step after it keeps it. A sentence beyond
+    HELD_STEPS steps holds none: a head chosen is asked of the server."""
+    page = opened(kept, server + "?__theme=dark")
+    n_steps = open_decoding(page)
+    assert n_steps <= HELD_STEPS
+    page.locator("#decode-head input[value='0']").check()
+    rows_show(page, "mean of")
+    page.wait_for_function(f"() => ({VALUE})('decode-held').length > 0")  # asked for once the page idled
+    calls = []
+    page.on("request", lambda request: calls.append(request.url) if "/queue/join" in request.url else None)
+    page.click("#decode-head label:has(input[value='3'])")
+    rows_show(page, "step 1", "layer 6 · head 3")
+    assert "layer 6 · head 3" in status(page)
+    page.click("#step-next")
+    rows_show(page, "step 2", "head 3")
+    assert calls == []  # drawn by the page alone
+    held_rows = page.evaluate(f"() => ['decode-self', 'decode-cross'].map(id => Array.from(({GD})(id).calcdata[0]"
+                              ".map(bar => bar.s)))")
+    number = page.locator("#decode-layer input[type=number]")
+    for layer in ("5", "6"):  # the server draws layer 6's head 3 again
+        number.fill(layer)
+        number.press("Enter")
+        rows_show(page, "step 2", f"layer {layer} · head 3")
+    assert calls
+    drawn_rows = page.evaluate(f"() => ['decode-self', 'decode-cross'].map(id => Array.from(({GD})(id).calcdata[0]"
+                               ".map(bar => bar.s)))")
+    assert drawn_rows == held_rows
+
+    page.fill("#decode-source textarea", LONG_SENTENCE)
+    page.click("#decode-run")
+    text = wait_status(page, r"Step 1 of \d+")
+    assert int(re.search(r"Step 1 of (\d+)", text)[1]) > HELD_STEPS
+    calls.clear()
+    page.click("#decode-head label:has(input[value='2'])")
+    rows_show(page, "step 1", "head 2")
+    assert calls  # asked of the server
+    page.click("#step-next")
+    rows_show(page, "step 2", "head 2")
 
 
 def test_on_a_phone_a_new_sentence_is_taken_over_when_the_tab_opens_again(kept: KeptPages, server: str):

@@ -132,7 +132,7 @@ def test_a_link_opens_decoding_at_its_layer_head_and_step_and_the_url_follows_th
     page.click("#step-next")
     page.wait_for_function(f"() => /Step 4 of \\d+ · layer 5 · head 7/.test(({STATUS})())")
     wait_query(page, tab="decoding", layer="5", head="7", step="4")
-    page.locator("#decode-head label:has(input[value='0'])").click()  # the mean of the heads: a new request
+    page.locator("#decode-head label:has(input[value='0'])").click()  # the mean (drawn from the views held, or asked)
     page.wait_for_function(f"() => /Step 4 of \\d+ · layer 5 · mean of/.test(({STATUS})())")
     link = wait_query(page, head="0", step="4")
     page.get_by_role("tab", name="Attention").click()  # the Attention tab's own view; Decoding's step goes

@@ -197,19 +197,52 @@ def test_decoding_starts_follows_and_predicts_then_reveals(runs):
     assert decoding.redraw(steps, "", 1, 2, 0, False, False) == skipped(5)  # no sentence yet
 
 
+def drawn_view(frames: dict, step: int, head: int, reveal: bool) -> list:
+    """A step's view as the page builds it from frames (assets/web/decoding.js, viewOf)."""
+    view = apply_changes(frames["base"], frames["steps"][step - 1][0])
+    if not reveal:
+        view = apply_changes(view, frames["steps"][step - 1][1])
+    rows, markdown, hidden = frames["heads"][str(head)][step - 1]
+    view = apply_changes(view, rows)
+    view[0] = markdown if reveal else hidden
+    return view
+
+
 def test_the_page_draws_every_step_and_its_reveal_from_one_answer(runs):
     """step_frames holds every step's view, revealed and hidden, as the page rebuilds it (a step or a Reveal without
     a round trip, assets/web/decoding.js): exactly the views the server draws."""
     decoded = runs.steps(TEXT)
     for layer, head in ((2, 0), (1, 3)):
         frames = json.loads(decoding.step_frames(decoded, layer, head))
+        assert (frames["text"], frames["layer"], list(frames["heads"])) == (decoded.source_text, layer, [str(head)])
         assert len(frames["steps"]) == decoded.n_steps
-        for t, (shown, hidden) in enumerate(frames["steps"], start=1):
-            for reveal, found in ((True, shown), (False, hidden)):
+        for t in range(1, decoded.n_steps + 1):
+            for reveal in (True, False):
                 want = json.loads(json.dumps(list(decoding.decode_step_view(decoded, t, layer, head, reveal))))
-                assert apply_changes(frames["base"], found) == want, (t, reveal)
+                assert drawn_view(frames, t, head, reveal) == want, (t, reveal)
     with pytest.raises(ValueError, match="head"):
         decoding.step_frames(decoded, 1, 99)
+
+
+def test_the_page_holds_every_heads_view_of_the_layer_shown(runs, monkeypatch):
+    """held_heads: every head's and the mean's view of every step for the layer shown, as the page rebuilds it (a head
+    chosen without a round trip): exactly the views the server draws. None beyond HELD_STEPS steps, or before the tab
+    has a sentence: the page asks the server for a head then."""
+    decoded, n_heads = runs.steps(TEXT), runs.steps(TEXT).cross.shape[1]
+    monkeypatch.setattr(decoding, "HELD_STEPS", decoded.n_steps)  # (the tiny model writes on to its longest)
+    held = json.loads(decoding.held_heads(runs.steps, TEXT, 2))
+    assert (held["text"], held["layer"]) == (decoded.source_text, 2)
+    assert list(held["heads"]) == [str(head) for head in range(n_heads + 1)]
+    for head in range(n_heads + 1):
+        for t in range(1, decoded.n_steps + 1):
+            for reveal in (True, False):
+                want = json.loads(json.dumps(list(decoding.decode_step_view(decoded, t, 2, head, reveal))))
+                assert drawn_view(held, t, head, reveal) == want, (head, t, reveal)
+    assert decoding.held_heads(runs.steps, "", 2) == ""
+    monkeypatch.setattr(decoding, "HELD_STEPS", decoded.n_steps - 1)
+    assert decoding.held_heads(runs.steps, TEXT, 2) == ""
+    with pytest.raises(ValueError, match="layer"):
+        decoding.held_heads(runs.steps, TEXT, 99)
 
 
 def test_a_link_opens_the_decoding_tab_at_its_layer_head_and_step(runs):

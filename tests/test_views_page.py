@@ -46,7 +46,8 @@ def test_every_hidden_textbox_keeps_its_size_whatever_text_it_carries(demo):
     way to drawing it (viz.ui.wiring.hidden_box). Two lines, so that the page script finds a <textarea>."""
     hidden = [b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.visible == "hidden"]
     ids = {b.elem_id for b in hidden}
-    assert {"live-frames", "decode-frames", "heads-frames", "in-frames", "in-held", PAGE["tileClick"]} <= ids
+    assert {"live-frames", "decode-frames", "decode-held", "heads-frames", "in-frames", "in-held",
+            PAGE["tileClick"]} <= ids
     assert [(b.elem_id, b.lines, b.max_lines) for b in hidden if not b.lines == b.max_lines == 2] == []
 
 

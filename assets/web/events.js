@@ -8,9 +8,12 @@
   stepNext: (step) => Math.min(Number(document.querySelector('#decode-step input[type=range]').max), step + 1),
   // The Lab's time-lapse: the next training snapshot (after the last: the first again, so ▶ Play starts over).
   snapshotNext: (step) => (step >= Number(document.querySelector('#lab-step input[type=range]').max) ? 0 : step + 1),
-  // A step, or its Reveal, drawn from every step's view the page holds (assets/web/decoding.js): no round trip.
-  decodeStep: (frames, step, predict) => window.attnDecodeStep(frames, step, !predict),
-  decodeReveal: (frames, step) => window.attnDecodeStep(frames, step, true).slice(0, 3),
+  // A step, its Reveal, or a head, drawn from every step's view the page holds (assets/web/decoding.js): no round trip.
+  decodeStep: (frames, held, step, predict, head) => window.attnDecodeStep(frames, held, step, !predict, head),
+  decodeReveal: (frames, held, step, head) => window.attnDecodeStep(frames, held, step, true, head).slice(0, 3),
+  decodeHead: (...inputs) => window.attnDecodeHead(...inputs),
+  // … and every head's view of the layer shown asked for once the page is idle (assets/web/decoding.js).
+  decodeFrames: (frames) => window.attnDecodeFrames(frames),
   // Head analysis: the statistic's grid drawn from every statistic's grid the page holds (assets/web/heads.js).
   headsStat: (frames, stat) => window.attnHeadsStat(frames, stat),
   // Inside a head: a new query's figures drawn in the figures shown (assets/web/inside.js).

@@ -95,33 +95,73 @@ def _next_token(steps: DecodeSteps, step: int, layer: int, head: int, reveal: bo
             finish_figure(top5_spec(steps, step), f"decode_step{step}_top5", german=german))
 
 
+def _rows(steps: DecodeSteps, step: int, layer: int, head: int) -> tuple[Figure, Figure]:
+    """The parts of a step's view that show where it looked: its self-attention and cross-attention rows."""
+    name = f"decode_step{step}_{{}}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}"
+    return (finish_figure(self_row_spec(steps, step, layer, head), name.format("self"),  # German keys
+                          german={"rows": True, "columns": False, "y": False, "x": True,
+                                  "words": describe.tokens(steps.prefix_tokens(step - 1))}),
+            finish_figure(cross_row_spec(steps, step, layer, head), name.format("cross")))
+
+
 def decode_step_view(steps: DecodeSteps, step, layer, head=MEAN, reveal: bool = True) -> DecodeStepView:
     """The Decoding tab's figures and Markdown for one step (1-based) and the view's choices."""
     step, layer, head = check_choices(steps, step, layer, head)
-    name = f"decode_step{step}_{{}}_layer{layer}_{'mean' if head == MEAN else f'head{head}'}"
     markdown, top5 = _next_token(steps, step, layer, head, bool(reveal))
-    return DecodeStepView(
-        top5=top5,
-        self_row=finish_figure(self_row_spec(steps, step, layer, head), name.format("self"),  # German keys
-                               german={"rows": True, "columns": False, "y": False, "x": True,
-                                       "words": describe.tokens(steps.prefix_tokens(step - 1))}),
-        cross_row=finish_figure(cross_row_spec(steps, step, layer, head), name.format("cross")),
-        markdown=markdown,
-    )
+    self_row, cross_row = _rows(steps, step, layer, head)
+    return DecodeStepView(top5=top5, self_row=self_row, cross_row=cross_row, markdown=markdown)
+
+
+# Every head's view for the layer shown, held by the page (``held_heads``): a head chosen is drawn with no round trip.
+# Bounded at HELD_STEPS steps: a head's rows are ~2–4 KB of JSON a step (their values, titles and descriptions), so
+# the page holds ~200 KB for the tab's first sentence (8 steps, 9 choices of head; ~55 ms of the server's time, once
+# per sentence and layer) and ~530 KB at 16 (~120 ms). A Multi30k caption's translation has ~13 tokens, nearly every
+# one fewer than 16; beyond it, a head is a round trip as before.
+HELD_STEPS = 16
+
+
+def _changes_of(part: int, base, other) -> list[list]:
+    """``changes`` of one part (``DecodeStepView``'s index) of a view, its paths from the view."""
+    return changes(base, other, (part,))
+
+
+def _frames(steps: DecodeSteps, layer: int, heads: list[int]) -> str:
+    """Every step's view for one layer and the heads ``heads``, as JSON: ``{"text": the sentence, "layer", "base": step
+    1's view (revealed) for ``heads[0]``, "steps": [[revealed, hidden], ...], "heads": {head: [[rows, Markdown
+    revealed, Markdown hidden], ...]}}``, one entry a step (assets/web/decoding.js builds a view from them): a step's
+    revealed view for ``heads[0]`` is the base with ``revealed`` (its ``changes``); hidden, that with ``hidden`` (the
+    top 5 hidden) too; for a head, with the head's ``rows`` too (the changes of the two attention rows from
+    ``heads[0]``'s), and the Markdown the head's own."""
+    first = heads[0]
+    base = list(decode_step_view(steps, 1, layer, first, reveal=True))
+    frames, rows = [], {head: [] for head in heads}
+    for t in range(1, steps.n_steps + 1):
+        shown = list(decode_step_view(steps, t, layer, first, reveal=True)) if t > 1 else base
+        _, hidden_top5 = _next_token(steps, t, layer, first, reveal=False)
+        frames.append([[change for i in (1, 2, 3) for change in _changes_of(i, base[i], shown[i])],
+                       _changes_of(1, shown[1], hidden_top5)])
+        for head in heads:
+            own = _rows(steps, t, layer, head) if head != first else shown[2:]
+            rows[head].append([_changes_of(2, shown[2], own[0]) + _changes_of(3, shown[3], own[1]),
+                               step_markdown(steps, t, layer, head, True), step_markdown(steps, t, layer, head, False)])
+    return json.dumps({"text": steps.source_text, "layer": layer, "base": base, "steps": frames, "heads": rows},
+                      separators=(",", ":"), ensure_ascii=False)
 
 
 def step_frames(steps: DecodeSteps, layer, head) -> str:
-    """Every step's view for one layer and head, for the page to draw a step, or its Reveal, without asking the
-    server (assets/web/decoding.js): JSON ``{"base": step 1's view, "steps": [[revealed, hidden], ...]}``, a view
-    as a list in ``DecodeStepView``'s order and each step's as its ``changes`` from the base. ~1 KB a step."""
+    """Every step's view for one layer and head (``_frames``), for the page to draw a step, or its Reveal, without
+    asking the server (assets/web/decoding.js). ~4 KB a step."""
     _, layer, head = check_choices(steps, 1, layer, head)
-    base = list(decode_step_view(steps, 1, layer, head, reveal=True))
-    frames = []
-    for t in range(1, steps.n_steps + 1):
-        shown = list(decode_step_view(steps, t, layer, head, reveal=True)) if t > 1 else base
-        hidden = [*_next_token(steps, t, layer, head, reveal=False), *shown[2:]]
-        frames.append([changes(base, shown), changes(base, hidden)])
-    return json.dumps({"base": base, "steps": frames}, separators=(",", ":"), ensure_ascii=False)
+    return _frames(steps, layer, [head])
+
+
+def every_heads_frames(steps: DecodeSteps, layer) -> str:
+    """Every step's view for one layer and each of its heads and their mean (``_frames``); "" beyond ``HELD_STEPS``
+    steps (the page asks the server for a head then)."""
+    _, layer, _ = check_choices(steps, 1, layer, MEAN)
+    if steps.n_steps > HELD_STEPS:
+        return ""
+    return _frames(steps, layer, list(range(steps.cross.shape[1] + 1)))
 
 
 def sentence_to_follow(result: AttentionResult | None, followed: str) -> str | None:
@@ -146,9 +186,9 @@ def take_sentence(result: AttentionResult | None, followed: str, stamp: str) -> 
 # ------------------------------------------------------------------------------------------ the tab's listeners
 # ``steps(text)`` is the app's cached ``Runs.steps``. The tab keeps the sentence it shows (``text``), the one it
 # took over from the Attention tab (``followed``), whether this step was revealed, and every step's view for the
-# layer and head shown (``step_frames``): the page draws another step, or a Reveal, from those without a round trip
-# (assets/web/decoding.js). "Predict, then reveal" (``predict``) hides each new step's next token until the Reveal
-# button. Outputs in the order the tab lists them.
+# layer and head shown (``step_frames``), then for every head of that layer (``held_heads``): the page draws another
+# step, a Reveal or another head from those without a round trip (assets/web/decoding.js). "Predict, then reveal"
+# (``predict``) hides each new step's next token until the Reveal button. Outputs in the order the tab lists them.
 Steps = Callable[[str], "DecodeSteps"]
 N_START = 4 + len(DecodeStepView._fields)  # what ``start`` returns
 
@@ -199,6 +239,12 @@ def toggle_predict(steps: Steps, text: str, step, layer, head, predict: bool) ->
     """Predict-then-reveal on or off: the Reveal button usable (and primary: the room's cue) only while on."""
     button = Update(interactive=predict, variant="primary" if predict else "secondary")
     return False, button, *step_outputs(steps, text, step, layer, head, not predict)
+
+
+def held_heads(steps: Steps, text: str, layer) -> str:
+    """Once a view's frames are drawn: every head's frames for its layer (``every_heads_frames``), for the page to draw
+    a head without a round trip; "" before the tab has a sentence."""
+    return every_heads_frames(steps(text), layer) if text else ""
 
 
 def redraw(steps: Steps, text: str, step, layer, head, predict: bool, revealed: bool):

@@ -20,6 +20,8 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "lines": "lines", "lineMeta": LINE_META, "tokenMeta": TOKEN_META,  # the alignment view (viz.lines)
         "linesRequest": "lines-request",  # the page asks for the alignment view here when it is on screen
         "stepPrev": "step-prev", "stepNext": "step-next",  # the Decoding tab's buttons (and the arrow keys)
+        "decodeAsk": "decode-ask",  # … and a head it holds no view of, asked of the server here (decoding.js)
+        "decodeHold": "decode-hold",  # … and every head's view of the layer shown, asked for here once the page idles
         "labStep": "lab-step", "labPlay": "lab-play", "labNext": "lab-next",  # the Lab's time-lapse and its ▶ Play
         # the view in the URL (viz.views.attention.share): query parameter -> element id; the close-up; the Copy link
         # button

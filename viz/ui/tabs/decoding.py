@@ -10,6 +10,7 @@ from viz.ui.wiring import (
     PRIVATE,
     WHILE_MOVING,
     Page,
+    click_box,
     hidden_box,
     how_to_read,
     in_browser,
@@ -58,6 +59,9 @@ def build_decoding(page: Page) -> None:
             self_row = gr.Plot(show_label=False, elem_id="decode-self", min_width=320)
             cross_row = gr.Plot(show_label=False, elem_id="decode-cross", min_width=320)
         frames = hidden_box("decode-frames")  # every step's view (decoding.step_frames)
+        held = hidden_box("decode-held")  # … and every head's, for the layer shown (decoding.held_heads)
+        ask = click_box(PAGE["decodeAsk"])  # a head the page holds no view of: the page asks the server here
+        hold = click_box(PAGE["decodeHold"])  # … and for every head's view, once a view's frames are drawn
         revealed = gr.Checkbox(False, visible="hidden", elem_id="decode-revealed")  # the page's own: not a gr.State
         how_to_read("decoding")
     view, choices = [status, top5, self_row, cross_row], [decoded, step, layer, head, predict]  # DecodeStepView
@@ -69,12 +73,17 @@ def build_decoding(page: Page) -> None:
                js=WHILE_MOVING, **PRIVATE)
     gr.on([run_btn.click, source.submit], listener(decoding.start, steps), [source, layer, head, predict], started,
           **PRIVATE)
-    # A step, or a Reveal, is drawn in the browser from every step's view (assets/web/decoding.js): no round trip.
-    step.change(None, [frames, step, predict], [revealed, *view], js=in_browser("decodeStep"))
-    reveal_btn.click(None, [frames, step], [revealed, status, top5], js=in_browser("decodeReveal"))
+    # A step, a Reveal or a head is drawn in the browser from every step's view (assets/web/decoding.js): no round
+    # trip. Every head's comes once a view's frames are drawn and the page is idle (``hold``: ``held_heads``, "" for a
+    # long sentence: then a head is asked of the server, ``ask``).
+    step.change(None, [frames, held, step, predict, head], [revealed, *view], js=in_browser("decodeStep"))
+    reveal_btn.click(None, [frames, held, step, head], [revealed, status, top5], js=in_browser("decodeReveal"))
     predict.change(listener(decoding.toggle_predict, steps), choices, [revealed, reveal_btn, *view], **PRIVATE)
+    frames.change(None, frames, None, js=in_browser("decodeFrames"))
+    hold.change(listener(decoding.held_heads, steps), [decoded, layer], held, show_progress="hidden", **PRIVATE)
+    head.input(None, [frames, held, step, predict, revealed, head], view, js=in_browser("decodeHead"))
     # (the user's choices only: a link sets layer, head and step at once, and draws them)
-    gr.on([layer.input, head.input], listener(decoding.redraw, steps), [*choices, revealed], [*view, frames],
+    gr.on([layer.input, ask.change], listener(decoding.redraw, steps), [*choices, revealed], [*view, frames],
           **PRIVATE)
     prev_btn.click(None, step, step, js=in_browser("stepPrev"))
     next_btn.click(None, step, step, js=in_browser("stepNext"))
