@@ -127,8 +127,9 @@ def test_a_choice_made_while_a_figure_is_drawn_is_drawn_next(demo):
 
 def test_a_tab_opening_that_a_lectures_move_brings_draws_nothing_while_the_move_is_on_its_way(demo):
     """Inside a head's opening and its draw (a chain: its later step's inputs are read as the page showed the last
-    stop, its states may already be the next one's), and the Decoding tab's opening, take the lecture's query first, which the page replaces with
-    ``MOVING`` while a move is on its way (``WHILE_MOVING``); so asked, they change nothing."""
+    stop, its states may already be the next one's), and the Decoding tab's opening, take the lecture's query first,
+    which the page replaces with ``MOVING`` while a move is on its way (``WHILE_MOVING``); so asked, they change
+    nothing."""
     config = demo.get_config_file()
     go = next(b._id for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lecture-go")
     gated = [dep for dep in config["dependencies"] if dep["js"] == WHILE_MOVING]
