@@ -28,6 +28,7 @@ from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viz.views import lecture
+from viz.views.page import PAGE
 
 OWN = "A man in a blue shirt is playing the guitar on the street."
 SHORT = "Dogs run."
@@ -188,6 +189,9 @@ def _walk(page: Page, server: str, text: str, dark: bool) -> None:
     query = urlencode({"lecture": "1", "stop": "1", "text": text, **({"__theme": "dark"} if dark else {})})
     goto(page, f"{server}?{query}")
     _shown(page, 1)
+    # plotly's module fetched as the page loads (page.js: stop 1 draws no plotly figure), by the path Gradio serves it
+    assert page.request.get(f"{server.rstrip('/')}/{PAGE['plotly']}").ok
+    page.wait_for_function("() => !!window.Plotly")
     page.evaluate("() => { window.attnLectureWalk = 'loaded once'; }")
     long = len(text.split()) > 10  # Equation (1)'s four maps of a long sentence: two a row, taller than the screen
     for n in range(1, len(lecture.STOPS) + 1):

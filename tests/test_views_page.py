@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -214,3 +215,12 @@ def test_a_figure_whose_events_alone_write_it_is_drawn_again_only_for_new_values
     assert run(key, "cross", 2) == (SKIP, SKIP, SKIP) and len(calls) == 1
     assert run(key, "cross", 3)[0] == "figure cross 3" and len(calls) == 2
     assert run(drawn_key("cross", 4), "cross", 4) == (SKIP, SKIP, SKIP) and len(calls) == 2
+
+
+def test_the_page_fetches_plotly_by_the_file_gradio_ships():
+    """page.js imports plotly's module as the page loads: PAGE names Gradio's own file, which must exist (a Gradio
+    whose build names it otherwise leaves the entry empty: the page then waits for Gradio's own import)."""
+    from viz.views.page import plotly_module
+
+    assert PAGE["plotly"] == plotly_module() and re.fullmatch(r"assets/PlotlyPlot-[\w-]+\.js", PAGE["plotly"])
+    assert (Path(gr.__file__).parent / "templates" / "frontend" / PAGE["plotly"]).is_file()

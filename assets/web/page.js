@@ -10,6 +10,11 @@
    Messages: a feature tells the server something by writing to a hidden Gradio textbox (send): its .change listener
    does the rest. Every message carries the time, so that a second click on the same thing is a change too. */
 (page) => {
+  // Plotly's module (~4.6 MB), fetched and compiled as the page loads: Gradio imports it with the first Plot it draws,
+  // and a page that opens on a figure of its own (the lecture's stop 1, Figure 1) had its first key wait ~1 s for it.
+  // The same module as Gradio's import (the same URL): loaded once.
+  if (page.plotly && !window.Plotly) import(new URL(page.plotly, document.baseURI).href).catch(() => {});
+
   // Tell a hidden Gradio textbox something: its .change listener does the rest.
   const send = (id, value) => {
     const box = document.querySelector(`#${id} textarea, #${id} input`);

@@ -4,6 +4,7 @@ assets/web/ joined in a fixed order (``SCRIPTS``, ``page_script``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -68,6 +69,20 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
         "linkFigures": {"attention": "detail", "decoding": "decode-cross", "inside": "in-scores",
                         "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}
 
+
+
+def plotly_module() -> str:
+    """Gradio's plotly module by the page's own path ("assets/PlotlyPlot-….js"; "" where this Gradio has none by that
+    name): the page fetches it as it loads (page.js), where Gradio would only with the first Plot it draws. Found
+    without importing gradio (viz.views has no gradio)."""
+    spec = importlib.util.find_spec("gradio")
+    if spec is None or spec.origin is None:
+        return ""
+    found = sorted((Path(spec.origin).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
+    return f"assets/{found[0].name}" if found else ""
+
+
+PAGE["plotly"] = plotly_module()
 WEB = Path(__file__).resolve().parents[2] / "assets" / "web"  # the page's script and style (app.css)
 # The page script, in the order it runs: page.js makes what the features share (messages to the server, the one
 # MutationObserver); then one file per feature, each a function of (PAGE, what page.js shares); its comment says what
