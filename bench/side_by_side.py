@@ -1,8 +1,9 @@
-"""Two checkouts of the app side by side: one interaction of ``bench.tabs`` (the Why tab's run, or a new query in
-Inside a head), clicked on each app's page in turn, so that both meet the same machine at the same moments (a shared
-machine's speed drifts by ±10 % within an hour: two runs of ``python -m bench`` an hour apart do not compare a change).
+"""Two checkouts of the app side by side: one interaction of ``bench.browser`` (a new sentence → the overview drawn) or
+``bench.tabs`` (the Why tab's run, or a new query in Inside a head), clicked on each app's page in turn, so that both
+meet the same machine at the same moments (a shared machine's speed drifts by ±10 % within an hour: two runs of
+``python -m bench`` an hour apart do not compare a change).
 
-    python -m bench.side_by_side why /path/to/before /path/to/after [--runs 16]
+    python -m bench.side_by_side {overview|why|inside|lecture} /path/to/before /path/to/after [--runs 16]
 
 Each checkout's app (``python -m bench.serve``, with the checkout's own ``.venv`` where it has one: ``app_process``)
 on a port of its own, one headless Chromium with a page on each. Prints, per checkout: the median click -> drawn (every
@@ -20,7 +21,17 @@ import contextlib
 import statistics
 from pathlib import Path
 
-from bench.browser import CHROMIUM, CHROMIUM_ARGS, SET_TEXT, new_text
+from bench.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CLICK_TO_ECHO,
+    CLICK_TO_PLOT,
+    HOOK_REACT,
+    QUIET,
+    QUIET_MS,
+    SET_TEXT,
+    new_text,
+)
 from bench.common import app_process
 from bench.lecture_walk import report, walk
 from bench.tabs import INSIDE, LIVE, select_tab, timed
@@ -40,7 +51,7 @@ ARRIVAL = """() => {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("interaction", choices=("why", "inside", "lecture"))
+    parser.add_argument("interaction", choices=("overview", "why", "inside", "lecture"))
     parser.add_argument("checkouts", nargs=2, type=Path)
     parser.add_argument("--runs", type=int, default=16)
     args = parser.parse_args()
@@ -58,7 +69,9 @@ def main() -> None:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.goto(app.url, wait_until="load")
                 page.wait_for_selector("#overview .js-plotly-plot", timeout=90_000)
-                if args.interaction == "why":
+                if args.interaction == "overview":
+                    page.evaluate(HOOK_REACT)
+                elif args.interaction == "why":
                     select_tab(page, "scaling", "#live-entropy .js-plotly-plot .main-svg", 60_000)
                     page.evaluate(ARRIVAL)
                 else:
@@ -68,7 +81,15 @@ def main() -> None:
             for i in range(args.runs + 1):  # the first of each: a warm-up
                 for page, out in zip(pages, got):
                     page.bring_to_front()
-                    if args.interaction == "why":
+                    if args.interaction == "overview":  # bench.browser's row: a new sentence, then the echo
+                        page.evaluate(SET_TEXT, ["#source textarea", new_text(100 + i)])
+                        page.wait_for_timeout(50)  # Svelte takes the value
+                        page.evaluate(QUIET, QUIET_MS)
+                        drawn = page.evaluate(CLICK_TO_PLOT, 30_000)["total"] / 1000
+                        page.evaluate(SET_TEXT, ["#echo-in textarea", f"echo {i}"])
+                        page.evaluate(QUIET, QUIET_MS)
+                        echo, own = page.evaluate(CLICK_TO_ECHO, [f"echo {i}", 30_000]) / 1000, None
+                    elif args.interaction == "why":
                         page.evaluate(SET_TEXT, ["#live-text textarea", new_text(100 + i)])
                         page.wait_for_timeout(50)  # Svelte takes the value
                         drawn, _, echo = timed(page, LIVE, lambda p=page: p.click("#live-run"), 60_000)

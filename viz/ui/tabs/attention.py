@@ -137,9 +137,12 @@ def attention_listeners(page: Page, v: AttentionView) -> None:
     v.view_inputs = [page.result, v.kind, v.layer, v.head, v.present, v.colour, v.measured, *v.focus]  # closeup's
     v.shown = [v.translation, v.status, v.overview, v.detail, page.result]  # maps.Visualised
     v.run_events = [v.run_btn.click, v.source.submit, v.target.submit]
+    # (its progress on the translation and the overview: each target costs the page status work on every later event;
+    # on all four texts and figures a new sentence → overview drawn took 156 ms against 135, training beside it:
+    # ``python -m bench.side_by_side overview BEFORE AFTER --runs 12``)
     then_lines(page, v, page_and_api(v.run_events, maps.visualise, runs, warn, inputs=[v.source, v.target,
                v.kind, v.layer, v.head, v.present, v.colour, *v.focus], outputs=v.shown, notice=v.notice,
-               api_name="visualise", preprocess=False))
+               api_name="visualise", preprocess=False, show_progress_on=[v.translation, v.overview]))
     v.kind.change(context.shift_note, v.kind, v.shift, queue=False, **PRIVATE)
     # Typed but not yet run: the figures still show the last run, and say so (in the browser, no round trip).
     gr.on([v.source.input, v.target.input], None, None, v.notice, js=in_browser("show", context.EDITED))
