@@ -13,11 +13,20 @@ import pytest
 import sacrebleu
 import torch
 
+from bench.common import ROOT
 from model.network.checkpoint import load_model
 from model.network.transformer import AttentionMaps
 from model.serving.lab import LAB, Lab
 from model.training.lab_export import CARD_END, CARD_START, card_section, readme_section
-from model.training.lab_stats import DECODINGS, read_lines, reference_file, statistics, translation_file
+from model.training.lab_series import collapse_step
+from model.training.lab_stats import (
+    DECODINGS,
+    kept_reading,
+    read_lines,
+    reference_file,
+    statistics,
+    translation_file,
+)
 from model.training.lab_weights import LAST_FRAME_TOLERANCE, last_frame_gap
 from model.training.siblings import BY_NAME
 from viz.views import lab as lab_view
@@ -86,6 +95,29 @@ def test_the_collapse_the_tab_states_is_in_the_records(lab):
         assert ratio[steps.index(c["step"]):].min() >= c["threshold"] > ratio[:steps.index(c["step"])].min(axis=1).max()
     said = lab_view.collapse_markdown(lab.statistics)
     assert "from step 800 of 1578" in said and "writes one sentence for the 1,000 test inputs" in said
+
+
+def test_without_the_scale_at_d_k_24_the_model_keeps_reading_the_source_as_the_page_says(lab):
+    """h8-unscaled: no seed's cross-attention turns uniform for good in its time-lapse (lab_series.collapse_step), each
+    seed's beam-4 test translations (the shipped files) are nearly all distinct, and the Lab tab and the README say
+    so with those numbers and the claim's difference and interval; a setting with a collapsed seed says nothing."""
+    stats = lab.statistics
+    runs = stats["settings"]["h8-unscaled"]["runs"]
+    assert len(runs) == 3
+    for name in runs:
+        record = lab.records[name]
+        steps = record["timelapse"]["steps"]
+        assert collapse_step(steps, record["timelapse"]["series"]["entropy_ratio"]["cross"]) is None, name
+    distinct = min(len(set(read_lines(translation_file(LAB, name, "beam4")))) for name in runs)
+    assert distinct >= 990
+    claim = next(c for c in stats["claims"] if c["key"] == "footnote4_24")
+    said = (f"in none of its 3 seeds does the cross-attention become uniform, and each writes at least {distinct:,} "
+            f"distinct translations of the 1,000 test inputs; it is {-claim['difference']:.2f} BLEU worse than with it "
+            f"(95 % interval [{claim['low']:+.2f}, {claim['high']:+.2f}])")
+    assert said in lab_view.collapse_markdown(stats)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"Without 1/√d_k at d_k = 24 (h = 8) it keeps reading the source: {said}." in readme
+    assert kept_reading(stats, "h1-unscaled") is None  # its seeds collapsed
 
 
 def test_footnote_4s_sentences_say_what_the_records_show(lab):

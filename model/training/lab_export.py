@@ -25,7 +25,16 @@ import torch
 from model.network.checkpoint import CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, atomic_write_text, save_model
 from model.terms import KINDS
 from model.training.lab_series import series
-from model.training.lab_stats import DECODINGS, SPLIT, reference_file, statistics, translation_file, write_lines
+from model.training.lab_stats import (
+    DECODINGS,
+    SPLIT,
+    kept_reading,
+    kept_sentence,
+    reference_file,
+    statistics,
+    translation_file,
+    write_lines,
+)
 from model.training.lab_weights import EIGHT_BIT, SHIPS_WEIGHTS, last_frame_gap, sha256, ship_weights, shipped_bleu
 from model.training.siblings import BUDGET, BY_NAME, SIBLINGS
 
@@ -207,6 +216,9 @@ def readme_section(stats: dict, shipped: int, indent: str = "  ") -> str:
                   f"all {stats['sentences']:,} test inputs" if scored else "")
         words.append(f"What is already plain: without 1/√d_k at d_k = 192 the model stops reading the source — from "
                      f"step {steps} its cross-attention is uniform in every layer ({_seeds(len(collapse))}){writes}.")
+    kept = kept_reading(stats)
+    if kept:
+        words.append(f"Without 1/√d_k at d_k = 24 (h = 8) it keeps reading the source: {kept_sentence(kept)}.")
     body = textwrap.fill(" ".join(words), width=118, initial_indent=indent, subsequent_indent=indent,
                          break_on_hyphens=False)
     return f"{README_START}\n{body}\n{indent}{README_END}"

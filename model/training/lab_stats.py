@@ -241,3 +241,24 @@ def collapses(records: dict[str, dict], runs: dict[str, dict]) -> dict[str, dict
                      "cross_ratio": series["entropy_ratio"]["cross"][i], "last_step": steps[-1],
                      "distinct": scored.get("distinct"), "most_common": scored.get("most_common")}
     return out
+
+
+def kept_reading(stats: dict, setting: str = "h8-unscaled") -> dict | None:
+    """``setting``'s seeds with translations when none of them collapsed (``collapses``): how many, the fewest
+    distinct test translations any writes (beam 4) and the claim comparing it (its difference); None where a seed
+    collapsed or none has translations yet. Without 1/√d_k at d_k = 24 (h = 8) the model still reads the source."""
+    runs = stats.get("settings", {}).get(setting, {}).get("runs", [])
+    if not runs or any(stats.get("collapse", {}).get(run) for run in runs):
+        return None
+    claim = next((c for c in stats.get("claims", []) if c["a"] == setting and c["verdict"] != "not decided yet"), None)
+    return {"seeds": len(runs), "distinct": min(stats["runs"][run]["distinct"][VERDICT_DECODING] for run in runs),
+            "sentences": stats["sentences"], "claim": claim}
+
+
+def kept_sentence(kept: dict) -> str:
+    """What ``lab_stats.kept_reading`` found, in words (the README's and the Lab tab's)."""
+    claim = kept["claim"]
+    cost = (f"; it is {abs(claim['difference']):.2f} BLEU {'worse' if claim['difference'] < 0 else 'better'} than "
+            f"with it (95 % interval [{claim['low']:+.2f}, {claim['high']:+.2f}])" if claim else "")
+    return (f"in none of its {kept['seeds']} seeds does the cross-attention become uniform, and each writes at least "
+            f"{kept['distinct']:,} distinct translations of the {kept['sentences']:,} test inputs{cost}")

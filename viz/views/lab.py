@@ -17,6 +17,7 @@ import numpy as np
 
 from model.probes.analysis import role_name
 from model.serving.lab import SHIPPED
+from model.training.lab_stats import kept_reading, kept_sentence
 from viz.lab import curves_figure, head_timeline_figure, table3a_figure, timelapse_figure
 from viz.views import inputs
 from viz.views.attention.maps import overview_plot
@@ -134,9 +135,12 @@ def _words(n: int) -> str:
 def collapse_markdown(stats: dict) -> str:
     """What happened without 1/√d_k at d_k = 192, from the records: when the cross-attention became uniform and
     what the model then writes."""
+    kept = kept_reading(stats)
+    kept = f"**Without 1/√d_k at d_k = 24 (h = 8) the model keeps reading the source:** {kept_sentence(kept)}." \
+        if kept else ""
     runs = [c for c in stats.get("collapse", {}).values() if c["setting"] == "h1-unscaled"]
     if not runs:
-        return ""
+        return kept
     when = "; ".join(f"seed {c['seed']}: from step {c['step']} of {c['last_step']}" for c in runs)
     lines = [f"**Without 1/√d_k at d_k = 192 the model stopped reading the source.** Its cross-attention became "
              f"uniform in all six layers (entropy ÷ log n ≥ {runs[0]['threshold']:.2f}: every source token weighted "
@@ -151,7 +155,7 @@ def collapse_markdown(stats: dict) -> str:
                      "what a fixed sentence scores against every reference.")
     lines.append("The time-lapse below shows the moment: choose the run h1-unscaled, kind cross, and step through "
                  f"{runs[0]['step']}.")
-    return " ".join(lines)
+    return " ".join(lines) + (f"\n\n{kept}" if kept else "")
 
 
 def early_gradients(payload: dict, records: dict, scaled: str, unscaled: str, kind: str = "encoder_self",
