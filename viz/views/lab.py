@@ -133,8 +133,8 @@ def _words(n: int) -> str:
 
 
 def collapse_markdown(stats: dict) -> str:
-    """What happened without 1/√d_k at d_k = 192, from the records: when the cross-attention became uniform and
-    what the model then writes."""
+    """What happened without 1/√d_k, from the records: at d_k = 192, when the cross-attention became uniform and
+    what the model then writes; at d_k = 24, that it kept reading the source (``lab_stats.kept_reading``)."""
     kept = kept_reading(stats)
     kept = f"**Without 1/√d_k at d_k = 24 (h = 8) the model keeps reading the source:** {kept_sentence(kept)}." \
         if kept else ""
