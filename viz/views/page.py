@@ -70,7 +70,6 @@ PAGE = {"overview": "overview", "tileClick": "tile-click", "figure1": "figure1",
                         "heads": "heads-grid", "architecture": "figure1", "lab": "lab-curves"}}
 
 
-
 def plotly_module() -> str:
     """Gradio's plotly module by the page's own path ("assets/PlotlyPlot-….js"; "" where this Gradio has none by that
     name): the page fetches it as it loads (page.js), where Gradio would only with the first Plot it draws. Found
