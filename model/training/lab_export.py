@@ -214,7 +214,9 @@ def readme_section(stats: dict, shipped: int, indent: str = "  ") -> str:
         scored = [c["distinct"]["beam4"] for c in collapse if c["distinct"]]
         writes = (f" and it writes {'one sentence' if max(scored) == 1 else f'at most {max(scored):,} sentences'} for "
                   f"all {stats['sentences']:,} test inputs" if scored else "")
-        words.append(f"What is already plain: without 1/√d_k at d_k = 192 the model stops reading the source — from "
+        lead = ("What is already plain" if any(c["verdict"] == "not decided yet" for c in stats["claims"])
+                else "What happened")
+        words.append(f"{lead}: without 1/√d_k at d_k = 192 the model stops reading the source — from "
                      f"step {steps} its cross-attention is uniform in every layer ({_seeds(len(collapse))}){writes}.")
     kept = kept_reading(stats)
     if kept:
