@@ -86,6 +86,23 @@ def test_the_shipped_statistics_are_recomputed_from_the_shipped_translations(lab
     assert json.loads(json.dumps(statistics(LAB, lab.records))) == lab.statistics
 
 
+def test_the_table_3a_chart_and_its_sentence_are_the_records_beam_4_scores_against_h8s_mean(lab):
+    """Each scaled dot-product run a point (its test BLEU, beam 4, minus h = 8's mean over its seeds), per h the mean
+    the sentence says — with no "-0.00" for h = 8 against itself."""
+    figure, text = lab_view.table3a_plot(lab)
+    test = {name: r["bleu"]["test_2016_flickr.beam4"] for name, r in lab.records.items()
+            if r["config"].get("attention", "dot") == "dot" and r["config"].get("scaled", True)}
+    heads = {name: lab.records[name]["config"]["n_heads"] for name in test}
+    ref = np.mean([b for name, b in test.items() if heads[name] == 8])
+    seeds = [t for t in figure["data"] if str(t.get("name", "")).startswith("a seed")]
+    shown = sorted((int(h), round(float(y), 2)) for t in seeds for h, y in zip(t["x"], t["y"]))
+    assert shown == sorted((heads[name], round(b - ref, 2)) for name, b in test.items())
+    assert f"against h = 8's mean ({ref:.2f})" in text and "-0.00" not in text
+    for h in sorted(set(heads.values())):
+        mean = np.mean([round(b - ref, 2) for name, b in test.items() if heads[name] == h])
+        assert f"h = {h}: {round(mean, 2) + 0.0:+.2f} (3 seeds)" in text
+
+
 def test_the_collapse_the_tab_states_is_in_the_records(lab):
     collapse = lab.statistics["collapse"]
     assert {c["setting"] for c in collapse.values()} == {"h1-unscaled"}  # the scaled and additive runs never do

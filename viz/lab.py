@@ -160,7 +160,9 @@ def table3a_figure(points: Sequence[dict], paper: Sequence[tuple[int, float]]) -
         line=dict(color=TEXT_COLOR, width=2, dash="dash"), marker=dict(size=9, symbol="square", color=TEXT_COLOR),
         hovertemplate="paper, h = %{x}: %{y:+.1f}<extra></extra>"))
     fig.update_layout(**_layout(390))  # the tab's first figure: whole on the first screen at 1280×720
-    fig.update_layout(hovermode="closest", legend=dict(y=1.02, yanchor="bottom"), margin=dict(l=8, r=8, t=8, b=8))
+    # the legend on top at the right: at the left the Plot's label (Gradio's badge over the figure's corner) hid it
+    fig.update_layout(hovermode="closest", legend=dict(y=1.02, yanchor="bottom", x=1, xanchor="right"),
+                      margin=dict(l=8, r=8, t=8, b=8))
     axis = dict(gridcolor=GRID_COLOR, zerolinecolor=TEXT_COLOR, linecolor=TEXT_COLOR, showline=True)
     fig.update_xaxes(type="log", tickvals=[1, 2, 4, 8, 16, 32], ticktext=["1", "2", "4", "8", "16", "32"],
                      title_text="heads h (d_k = d_model / h)", **axis)
