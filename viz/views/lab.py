@@ -238,6 +238,7 @@ def table3a_plot(lab) -> tuple[Figure, str]:
     by_h = {}
     for p in points:
         by_h.setdefault(p["h"], []).append(p["bleu"])
+    # (+ 0.0: a mean that rounds to -0.00, h = 8 against itself, is said as +0.00)
     said = "; ".join(f"h = {h}: {round(_mean(v), 2) + 0.0:+.2f} ({len(v)} seed{'s' if len(v) > 1 else ''})"
                      for h, v in sorted(by_h.items()))
     text = (f"Test BLEU (beam 4) against h = 8's mean ({ref:.2f}), per h: {said}. The paper, against its base: "
